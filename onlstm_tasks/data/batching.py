@@ -1,0 +1,23 @@
+"""Batch containers (tensors + mask) shared by the data modules and the models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class TokenBatch:
+    """Token-level inputs of a padded batch.
+
+    word_ids: [B, T] long, 0 = padding (word vocabulary indices after normalisation)
+    char_ids: [B, T, C] long, 0 = padding (character vocabulary indices of the raw words)
+    mask:     [B, T] bool, True at real tokens; every row is a prefix of Trues (left-aligned)
+    words:    the raw tokens of every sentence (for sub-word embedders and for output)
+    """
+
+    word_ids: torch.Tensor
+    char_ids: torch.Tensor
+    mask: torch.Tensor
+    words: list[list[str]]

@@ -1,0 +1,45 @@
+"""String <-> index maps built from the training split only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+PAD = "<pad>"
+UNK = "<unk>"
+
+
+class Vocabulary:
+    """An ordered token list; index 0 is padding and index 1 the unknown token (when ``with_unk``)."""
+
+    def __init__(self, tokens: Sequence[str], with_unk: bool = True) -> None:
+        specials = [PAD, UNK] if with_unk else [PAD]
+        self.itos: list[str] = specials + [t for t in tokens if t not in specials]
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("vocabulary tokens must be unique")
+        self.with_unk = with_unk
+
+    @classmethod
+    def from_counts(cls, counts: Counter, min_freq: int = 1, with_unk: bool = True) -> "Vocabulary":
+        # most frequent first, ties broken alphabetically so the order is reproducible
+        tokens = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        return cls(tokens, with_unk=with_unk)
+
+    @classmethod
+    def from_iterable(cls, tokens: Iterable[str], min_freq: int = 1, with_unk: bool = True) -> "Vocabulary":
+        return cls.from_counts(Counter(tokens), min_freq=min_freq, with_unk=with_unk)
+
+    def index(self, token: str) -> int:
+        i = self.stoi.get(token)
+        if i is None:
+            if not self.with_unk:
+                raise KeyError(token)
+            return 1
+        return i
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi

@@ -1,0 +1,104 @@
+"""The sequence-encoder contract every encoder implements.
+
+``forward(x [B,T,D] float, mask [B,T] bool) -> EncoderOutput``. Padded positions never influence real ones (in
+either direction) and every output at a padded position is zero. Masks are left-aligned: each row is a run of
+Trues followed by Falses, with at least one True.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")
+
+
+@dataclass
+class EncoderOutput:
+    """What an encoder returns.
+
+    hidden:           [B, T, H * directions], the last layer's states (zero at padding).
+    layers:           every layer's states, each [B, T, H * directions] (before any inter-layer dropout).
+    distances:        ON-LSTM master-forget distances ``1 - mean(f~_t)``, [layers, directions, B, T];
+                      ``None`` for encoders without master gates.
+    input_distances:  master-input distances ``mean(i~_t)``, same shape, or ``None``.
+
+    For a bidirectional ON-LSTM, direction 0 is the forward pass and direction 1 the backward pass; both are
+    indexed by token position (the backward pass's value at position t was computed when it read token t).
+    :meth:`combined_distances` merges them.
+    """
+
+    hidden: torch.Tensor
+    layers: tuple[torch.Tensor, ...]
+    distances: torch.Tensor | None = None
+    input_distances: torch.Tensor | None = None
+
+    def combined_distances(self, how: str = "mean", which: str = "forget") -> torch.Tensor:
+        """Distances merged over directions, [layers, B, T].
+
+        ``how``: ``mean`` (default: average of both directions), ``forward`` / ``backward`` (one direction
+        only), ``max`` or ``min`` (elementwise). ``which``: ``forget`` (master forget gate) or ``input``.
+        """
+        d = {"forget": self.distances, "input": self.input_distances}.get(which, ...)
+        if d is ...:
+            raise ValueError(f"which must be 'forget' or 'input', got {which!r}")
+        if d is None:
+            raise ValueError("this encoder returns no distances (only ON-LSTM encoders do)")
+        if how == "mean":
+            return d.mean(dim=1)
+        if how == "forward":
+            return d[:, 0]
+        if how == "backward":
+            if d.size(1) < 2:
+                raise ValueError("how='backward' needs a bidirectional encoder")
+            return d[:, 1]
+        if how == "max":
+            return d.max(dim=1).values
+        if how == "min":
+            return d.min(dim=1).values
+        raise ValueError(f"how must be one of {DIRECTION_COMBINATIONS}, got {how!r}")
+
+
+class SequenceEncoder(nn.Module):
+    """Base class: subclasses set ``input_size`` and ``output_size`` and implement :meth:`forward`."""
+
+    input_size: int
+    output_size: int
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:  # pragma: no cover
+        raise NotImplementedError
+
+    def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Validates ``x`` and ``mask`` and returns the mask (all True when ``mask`` is None)."""
+        if x.dim() != 3:
+            raise ValueError(f"x must be [batch, time, {self.input_size}], got a tensor of shape {tuple(x.shape)}")
+        if x.size(-1) != self.input_size:
+            raise ValueError(f"x must have input_size={self.input_size} features, got {x.size(-1)}")
+        if mask is None:
+            return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        if mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
+        if mask.shape != x.shape[:2]:
+            raise ValueError(f"mask must have shape {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
+        lengths = mask.sum(dim=1)
+        if bool((lengths == 0).any()):
+            row = int((lengths == 0).nonzero()[0])
+            raise ValueError(f"mask row {row} has no true token; every sequence needs at least one")
+        if not torch.equal(mask, lengths_to_mask(lengths, mask.size(1))):
+            raise ValueError("mask must be left-aligned: each row a run of True followed by False")
+        return mask
+
+
+def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    """[B] lengths -> [B, max_len] bool prefix mask."""
+    return torch.arange(max_len, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverses each sequence of ``x`` [B, T, ...] within its true length; padding stays in place."""
+    t = torch.arange(x.size(1), device=x.device)[None, :]
+    idx = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # [B, T]
+    idx = idx.view(*idx.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, idx)

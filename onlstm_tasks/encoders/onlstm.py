@@ -1,0 +1,144 @@
+"""The ON-LSTM encoder: cells stacked into layers, optionally bidirectional, masked for padded batches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from .base import EncoderOutput, SequenceEncoder, reverse_padded
+from .dropout import check_probability, drop_connect, locked_dropout
+from .onlstm_cell import ONLSTMCell
+
+
+class ONLSTM(SequenceEncoder):
+    """Ordered Neurons LSTM (Shen et al., ICLR 2019) as a :class:`SequenceEncoder`.
+
+    Args:
+        input_size: features of each input vector.
+        hidden_size: neurons per direction; must be a multiple of ``chunk_size``.
+        chunk_size: neurons per master-gate level (``levels = hidden_size / chunk_size``).
+        num_layers: stacked layers; layer ``l + 1`` reads layer ``l``'s (both directions') states.
+        bidirectional: adds a right-to-left direction that reads each sequence over its true length.
+        dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
+        dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
+        master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
+
+    Distances in the output are ``1 - mean(f~_t)`` (master forget) and ``mean(i~_t)`` (master input) per layer
+    and direction.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int = 256,
+        chunk_size: int = 8,
+        num_layers: int = 1,
+        bidirectional: bool = False,
+        dropout: float = 0.0,
+        dropconnect: float = 0.0,
+        master_input: str = "paper",
+    ) -> None:
+        super().__init__()
+        if input_size <= 0:
+            raise ValueError(f"input_size must be positive, got {input_size}")
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        check_probability("dropout", dropout)
+        check_probability("dropconnect", dropconnect)
+        self.input_size, self.hidden_size, self.chunk_size = input_size, hidden_size, chunk_size
+        self.num_layers, self.bidirectional = num_layers, bidirectional
+        self.dropout, self.dropconnect, self.master_input = dropout, dropconnect, master_input
+        self.num_directions = 2 if bidirectional else 1
+        self.output_size = hidden_size * self.num_directions
+        self.cells = nn.ModuleList(
+            ONLSTMCell(input_size if layer == 0 else self.output_size, hidden_size, chunk_size, master_input)
+            for layer in range(num_layers)
+            for _ in range(self.num_directions)
+        )
+
+    def cell(self, layer: int, direction: int = 0) -> ONLSTMCell:
+        return self.cells[layer * self.num_directions + direction]
+
+    def recurrent_weights(self) -> list[torch.Tensor]:
+        """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode.
+
+        One sample per cell, in cell order (layer-major, forward direction first).
+        """
+        return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
+        mask = self.check_inputs(x, mask)
+        lengths = mask.sum(dim=1)
+        full = bool((lengths == x.size(1)).all())
+        step_mask = None if full else mask
+        weights = self.recurrent_weights()
+        keep = mask.unsqueeze(-1).to(x.dtype)
+
+        layers, dist_forget, dist_input = [], [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            if layer > 0:
+                layer_input = locked_dropout(layer_input, self.dropout, self.training)
+            outputs, d_f, d_i = [], [], []
+            for direction in range(self.num_directions):
+                index = layer * self.num_directions + direction
+                seq = layer_input if direction == 0 else reverse_padded(layer_input, lengths)
+                h, f, i = self.cells[index].run(seq, step_mask, weights[index])
+                if direction == 1:
+                    h, f, i = (reverse_padded(v, lengths) for v in (h, f, i))
+                outputs.append(h)
+                d_f.append(f)
+                d_i.append(i)
+            hidden = torch.cat(outputs, dim=-1) * keep if self.bidirectional else outputs[0] * keep
+            layers.append(hidden)
+            dist_forget.append(torch.stack(d_f))
+            dist_input.append(torch.stack(d_i))
+            layer_input = hidden
+
+        float_mask = mask.to(x.dtype)
+        return EncoderOutput(
+            hidden=layers[-1],
+            layers=tuple(layers),
+            distances=torch.stack(dist_forget) * float_mask,
+            input_distances=torch.stack(dist_input) * float_mask,
+        )
+
+    def load_reference_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Loads weights of the authors' ``ONLSTMStack`` (yikangshen/Ordered-Neurons, ``ON_LSTM.py``).
+
+        Their keys are ``cells.{k}.ih.0.weight``, ``cells.{k}.ih.0.bias``, ``cells.{k}.hh.weight`` and
+        ``cells.{k}.hh.bias`` for layer ``k``; their gate order is the one this class uses (see
+        :class:`ONLSTMCell`), so rows are copied unchanged. Only unidirectional encoders with the same sizes in
+        every layer qualify. Their DropConnect keeps weights unscaled in training and multiplies them by
+        ``1 - p`` in eval, ours rescales in training (see :func:`drop_connect`), so ``hh.weight`` is multiplied
+        by ``1 - self.dropconnect``: with the same ``dropconnect`` both models then compute the same function in
+        eval mode and the same distribution of functions in training.
+        """
+        if self.bidirectional:
+            raise ValueError("load_reference_state_dict needs a unidirectional encoder (the authors' is)")
+        expected = {f"cells.{k}.{n}" for k in range(self.num_layers) for n in
+                    ("ih.0.weight", "ih.0.bias", "hh.weight", "hh.bias")}
+        missing, unexpected = expected - set(state_dict), set(state_dict) - expected
+        if missing or unexpected:
+            raise ValueError(
+                f"state_dict does not match a {self.num_layers}-layer ONLSTMStack: "
+                f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+            )
+        with torch.no_grad():
+            for k in range(self.num_layers):
+                cell = self.cell(k)
+                pairs = {
+                    "weight_ih": state_dict[f"cells.{k}.ih.0.weight"],
+                    "bias_ih": state_dict[f"cells.{k}.ih.0.bias"],
+                    "weight_hh": state_dict[f"cells.{k}.hh.weight"] * (1.0 - self.dropconnect),
+                    "bias_hh": state_dict[f"cells.{k}.hh.bias"],
+                }
+                for name, value in pairs.items():
+                    target = getattr(cell, name)
+                    if target.shape != value.shape:
+                        raise ValueError(
+                            f"layer {k} {name}: expected shape {tuple(target.shape)}, got {tuple(value.shape)}"
+                        )
+                    target.copy_(value)

@@ -1,0 +1,159 @@
+"""Linear-chain CRF: pytorch-crf's likelihood plus a batched Viterbi that honours scheme constraints.
+
+Training (:meth:`CRF.nll`) is pytorch-crf's forward algorithm over *all* tag sequences; constraints only apply
+to decoding, where a disallowed start, transition or end scores -inf, so an invalid sequence is never predicted
+whatever the emissions and learned transitions are (as long as both are finite).
+
+Shapes: emissions [B, T, K] float, tags [B, T] long, mask [B, T] bool. Masks are left-aligned (each row a run of
+Trues then Falses) with at least one True per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torchcrf
+from torch import nn
+
+from onlstm_tasks.modules.transitions import allowed_transitions
+
+
+class CRF(nn.Module):
+    """CRF over ``num_tags`` tags; with ``labels`` and ``scheme`` ("iob2" | "iobes") decoding is constrained.
+
+    The learned parameters are pytorch-crf's ``start_transitions`` [K], ``transitions`` [K, K] (from i to j) and
+    ``end_transitions`` [K]. The constraint masks are non-persistent buffers (rebuilt from the constructor
+    arguments, so checkpoints hold only the parameters).
+    """
+
+    def __init__(self, num_tags: int, labels: Sequence[str] | None = None, scheme: str | None = None) -> None:
+        super().__init__()
+        self.crf = torchcrf.CRF(num_tags, batch_first=True)
+        self.num_tags = num_tags
+        if (labels is None) != (scheme is None):
+            raise ValueError("give both labels and scheme (constrained decoding) or neither")
+        if labels is None:
+            start = torch.ones(num_tags, dtype=torch.bool)
+            allowed = torch.ones(num_tags, num_tags, dtype=torch.bool)
+            end = torch.ones(num_tags, dtype=torch.bool)
+        else:
+            if len(labels) != num_tags:
+                raise ValueError(f"got {len(labels)} labels for num_tags={num_tags}")
+            start, allowed, end = (torch.tensor(m, dtype=torch.bool) for m in allowed_transitions(scheme, labels))
+            # a tag that may start, end and follow itself makes every length decodable
+            if not bool((start & end & allowed.diagonal()).any()):
+                raise ValueError(f"labels {list(labels)} allow no valid {scheme} sequence of every length "
+                                 "(add 'O')")
+        self.labels = None if labels is None else list(labels)
+        self.scheme = scheme
+        self.register_buffer("allowed_start", start, persistent=False)
+        self.register_buffer("allowed", allowed, persistent=False)
+        self.register_buffer("allowed_end", end, persistent=False)
+
+    @property
+    def constrained(self) -> bool:
+        return self.labels is not None
+
+    def nll(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Mean negative log-likelihood over the batch's sentences (a scalar).
+
+        Tags at padded positions may hold anything (e.g. -100): they are replaced before pytorch-crf sees them.
+        """
+        emissions = self._check(emissions, mask)
+        if tags.shape != mask.shape:
+            raise ValueError(f"tags must have shape {tuple(mask.shape)}, got {tuple(tags.shape)}")
+        tags = tags.masked_fill(~mask, 0)
+        return -self.crf(emissions, tags, mask=mask, reduction="mean")
+
+    def decode(self, emissions: torch.Tensor, mask: torch.Tensor, pad_value: int = 0) -> torch.Tensor:
+        """Best (constrained) tag sequences, [B, T] long; padded positions hold ``pad_value`` (default 0)."""
+        emissions = self._check(emissions, mask)
+        tags, _ = viterbi_decode(emissions, mask, *self.constrained_parameters())
+        return tags.masked_fill_(~mask, pad_value)
+
+    def constrained_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(start [K], transitions [K, K], end [K])`` with -inf wherever the scheme forbids the move."""
+        ninf = float("-inf")
+        return (
+            self.crf.start_transitions.masked_fill(~self.allowed_start, ninf),
+            self.crf.transitions.masked_fill(~self.allowed, ninf),
+            self.crf.end_transitions.masked_fill(~self.allowed_end, ninf),
+        )
+
+    def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if emissions.dim() != 3 or emissions.size(-1) != self.num_tags:
+            raise ValueError(f"emissions must be [batch, time, {self.num_tags}], got {tuple(emissions.shape)}")
+        if mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
+        if mask.shape != emissions.shape[:2]:
+            raise ValueError(f"mask must have shape {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}")
+        lengths = mask.sum(dim=1)
+        if bool((lengths == 0).any()):
+            raise ValueError("every mask row needs at least one true token")
+        prefix = torch.arange(mask.size(1), device=mask.device)[None, :] < lengths[:, None]
+        if not torch.equal(mask, prefix):
+            raise ValueError("mask must be left-aligned: each row a run of True followed by False")
+        return emissions.to(self.crf.transitions.dtype)
+
+
+@torch.no_grad()
+def viterbi_decode(
+    emissions: torch.Tensor,
+    mask: torch.Tensor,
+    start: torch.Tensor,
+    transitions: torch.Tensor,
+    end: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batched Viterbi: ``(tags [B, T] long, best scores [B])``; ``mask`` must be left-aligned. No gradients.
+
+    Loops over time only; the forward pass and the backtracking are vectorised over the batch. Scores may hold
+    -inf (forbidden moves). Padded positions of ``tags`` repeat the row's last real tag; callers overwrite them.
+
+    Speed: the forward pass keeps only the best score per tag (``amax`` is far cheaper than ``max`` with indices
+    on CPU) and backtracking recomputes the argmax for the one chosen tag per row. The "from" axis is padded with
+    -inf scores to a multiple of 32, a width on which ATen's CPU max-reduction is several times faster.
+
+    Exactness: values and tie-breaking (first index) match pytorch-crf's decoder, so unconstrained paths are
+    identical to ``torchcrf.CRF.decode``: ``max_i((s_i + trans_ij) + e_j) == max_i(s_i + trans_ij) + e_j`` exactly
+    in floating point (rounding is monotone), and the backtracking argmax evaluates pytorch-crf's own expression
+    ``(s_i + trans_ij) + e_j``.
+    """
+    batch, steps, num_tags = emissions.shape
+    width = -(-num_tags // 32) * 32
+    lengths = mask.sum(dim=1)  # [B]
+    # per-step views made once (indexing inside the loops costs more than the small ops themselves)
+    emission_at = emissions.transpose(0, 1).contiguous().unbind(0)  # T x [B, K]
+    # scores[t, b, i]: best score of a path over tokens 0..t ending in tag i (-inf for the padding tags i >= K).
+    # Rows are not frozen past their end: those values are never read, and real steps only read real steps.
+    scores = emissions.new_full((steps, batch, width), float("-inf"))
+    score_at = scores.unbind(0)  # T x [B, W]
+    score_row_at = scores.unsqueeze(2).unbind(0)  # T x [B, 1, W]
+    real_score_at = scores[:, :, :num_tags].unbind(0)  # T x [B, K], the entries the loop writes
+    # transitions_to[j, i] = transitions[i, j] (score of i -> j); padding columns are 0 (their scores are -inf)
+    transitions_to = transitions.new_zeros((num_tags, width))
+    transitions_to[:, :num_tags] = transitions.t()
+
+    torch.add(start, emission_at[0], out=real_score_at[0])
+    for t in range(1, steps):
+        # [B, 1, W(from)] + [K(to), W(from)] -> max over "from" -> [B, K(to)], then + emission of "to"
+        best = torch.add(score_row_at[t - 1], transitions_to).amax(dim=2)
+        torch.add(best, emission_at[t], out=real_score_at[t])
+    shortest = int(lengths.min()) if batch else steps
+    if shortest == steps:
+        last = real_score_at[steps - 1]
+    else:
+        last = scores[lengths - 1, torch.arange(batch, device=emissions.device), :num_tags]
+    best_score, current = (last + end).max(dim=1)  # [B], [B]
+
+    real_at = mask.t().contiguous().unbind(0)  # T x [B]
+    path = [current]  # tags from the last step backwards
+    for t in range(steps - 1, 0, -1):
+        # best predecessor of the current tag j: argmax_i (scores[t-1, b, i] + trans[i, j]) + e[t, b, j]
+        emission = emission_at[t].gather(1, current.unsqueeze(1))  # [B, 1]
+        previous = torch.add(score_at[t - 1], transitions_to.index_select(0, current)).add_(emission).argmax(1)
+        # past a row's end, carry its last real tag back (every row is real before the shortest length)
+        current = previous if t < shortest else torch.where(real_at[t], previous, current)
+        path.append(current)
+    tags = torch.stack(path[::-1], dim=1)  # [B, T]
+    return tags, best_score

@@ -1,0 +1,21 @@
+"""Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+REQUIRE_SHARED = os.environ.get("ONLSTM_REQUIRE_SHARED_DATA") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if REQUIRE_SHARED and report.skipped and item.get_closest_marker("shared_data") is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid}: needs ../shared/data, which ONLSTM_REQUIRE_SHARED_DATA=1 makes required, "
+            f"but it was skipped: {report.longrepr}"
+        )

@@ -1,0 +1,180 @@
+"""Contract tests every SequenceEncoder must pass, plus encoder-specific behaviour."""
+
+import pytest
+import torch
+import yaml
+from jsonargparse import ArgumentParser
+
+from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, SequenceEncoder
+from onlstm_tasks.encoders.base import reverse_padded
+from onlstm_tasks.encoders.reference import reference_encode
+
+ENCODERS = {
+    "onlstm": lambda: ONLSTM(6, 8, 2),
+    "onlstm-bi-2": lambda: ONLSTM(6, 8, 4, num_layers=2, bidirectional=True),
+    "onlstm-symmetric": lambda: ONLSTM(6, 8, 2, bidirectional=True, master_input="symmetric"),
+    "lstm-bi-2": lambda: LSTM(6, 8, num_layers=2, bidirectional=True),
+    "gru-bi": lambda: GRU(6, 8, bidirectional=True),
+}
+LENGTHS = torch.tensor([7, 5, 2, 1])
+
+
+def padded_batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 7, 6, generator=g)
+    mask = torch.arange(7)[None, :] < LENGTHS[:, None]
+    return x, mask
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_padding_invariance_and_zero_padding(name):
+    torch.manual_seed(0)
+    enc = ENCODERS[name]().eval()
+    x, mask = padded_batch()
+    out = enc(x, mask)
+    assert out.hidden.shape == (4, 7, enc.output_size)
+    assert len(out.layers) == enc.num_layers
+    # garbage in the padding changes nothing
+    noisy = torch.where(mask[..., None], x, torch.randn_like(x) * 100)
+    out_noisy = enc(noisy, mask)
+    torch.testing.assert_close(out.hidden, out_noisy.hidden)
+    for b, n in enumerate(LENGTHS.tolist()):
+        alone = enc(x[b : b + 1, :n])  # no padding at all
+        torch.testing.assert_close(out.hidden[b, :n], alone.hidden[0], atol=1e-6, rtol=1e-5)
+        for layer, layer_alone in zip(out.layers, alone.layers):
+            torch.testing.assert_close(layer[b, :n], layer_alone[0], atol=1e-6, rtol=1e-5)
+        assert (out.hidden[b, n:] == 0).all()
+        for layer in out.layers:
+            assert (layer[b, n:] == 0).all()
+        if out.distances is not None:
+            torch.testing.assert_close(out.distances[:, :, b, :n], alone.distances[:, :, 0], atol=1e-6, rtol=1e-5)
+            assert (out.distances[:, :, b, n:] == 0).all() and (out.input_distances[:, :, b, n:] == 0).all()
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_gradients_reach_every_parameter_and_not_the_padding(name):
+    torch.manual_seed(0)
+    enc = ENCODERS[name]()
+    x, mask = padded_batch()
+    x.requires_grad_(True)
+    enc(x, mask).hidden.pow(2).sum().backward()
+    for pname, p in enc.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, pname
+    assert (x.grad[~mask] == 0).all()
+
+
+@pytest.mark.parametrize("cls", [ONLSTM, LSTM, GRU])
+def test_backward_direction_equals_forward_direction_on_reversed_sequences(cls):
+    torch.manual_seed(0)
+    kwargs = {"chunk_size": 2} if cls is ONLSTM else {}
+    bi = cls(6, 8, bidirectional=True, **kwargs).eval()
+    uni = cls(6, 8, **kwargs).eval()
+    if cls is ONLSTM:
+        uni.cell(0).load_state_dict(bi.cell(0, 1).state_dict())
+    else:
+        uni.rnns[0].load_state_dict({k.replace("_reverse", ""): v for k, v in bi.rnns[0].state_dict().items()
+                                     if k.endswith("_reverse")})
+    x, mask = padded_batch()
+    backward = bi(x, mask).hidden[..., 8:]
+    expected = reverse_padded(uni(reverse_padded(x, LENGTHS), mask).hidden, LENGTHS)
+    torch.testing.assert_close(backward, expected)
+    if cls is ONLSTM:
+        d_bi = bi(x, mask).distances[0, 1]
+        d_uni = reverse_padded(uni(reverse_padded(x, LENGTHS), mask).distances[0, 0], LENGTHS)
+        torch.testing.assert_close(d_bi, d_uni)
+
+
+def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
+    enc = ONLSTM(6, 8, 2, num_layers=2, bidirectional=True, dropconnect=0.5).train()
+    x, mask = padded_batch()
+    torch.manual_seed(42)
+    out = enc(x, mask)
+    torch.manual_seed(42)
+    weights = enc.recurrent_weights()  # what that pass sampled: one matrix per layer and direction
+    assert all((w == 0).float().mean() > 0.3 for w in weights)
+    ref_h, ref_f, _ = reference_encode(enc, x, mask, recurrent_weights=weights)  # the same matrix at every step
+    torch.testing.assert_close(out.hidden, ref_h, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.distances, ref_f, atol=1e-5, rtol=1e-5)
+    # a new pass samples a new mask; eval mode uses the plain weights and is deterministic
+    assert not torch.allclose(enc(x, mask).hidden, out.hidden)
+    enc.eval()
+    torch.testing.assert_close(enc(x, mask).hidden, enc(x, mask).hidden)
+    torch.testing.assert_close(enc(x, mask).hidden, reference_encode(enc, x, mask)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_dropconnect_on_library_lstm():
+    enc = LSTM(6, 8, dropconnect=0.5).train()
+    x, mask = padded_batch()
+    a, b = enc(x, mask).hidden, enc(x, mask).hidden
+    assert not torch.allclose(a, b)
+    enc.eval()
+    torch.testing.assert_close(enc(x, mask).hidden, enc(x, mask).hidden)
+
+
+def test_locked_dropout_between_layers_only_in_training():
+    enc = ONLSTM(6, 8, 2, num_layers=2, dropout=0.5)
+    x, mask = padded_batch()
+    enc.train()
+    assert not torch.allclose(enc(x, mask).hidden, enc(x, mask).hidden)
+    enc.eval()
+    torch.testing.assert_close(enc(x, mask).hidden, enc(x, mask).hidden)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "class_path: onlstm_tasks.encoders.ONLSTM\ninit_args: {input_size: 6, hidden_size: 8, chunk_size: 2, "
+        "bidirectional: true, num_layers: 2, dropconnect: 0.1}",
+        "class_path: onlstm_tasks.encoders.LSTM\ninit_args: {input_size: 6, hidden_size: 8, bidirectional: true}",
+        "class_path: onlstm_tasks.encoders.GRU\ninit_args: {input_size: 6, hidden_size: 8}",
+    ],
+)
+def test_encoders_build_from_yaml_through_jsonargparse(snippet):
+    parser = ArgumentParser()
+    parser.add_argument("--encoder", type=SequenceEncoder)
+    cfg = parser.parse_object({"encoder": yaml.safe_load(snippet)})
+    enc = parser.instantiate(cfg).encoder
+    assert isinstance(enc, SequenceEncoder) and enc.input_size == 6
+    x, mask = padded_batch()
+    assert enc(x, mask).hidden.shape[-1] == enc.output_size
+
+
+@pytest.mark.parametrize(
+    "build,message",
+    [
+        (lambda: ONLSTM(6, 10, 4), "hidden_size must be a positive multiple of chunk_size"),
+        (lambda: ONLSTM(6, 8, 2, dropout=1.0), "dropout must be in"),
+        (lambda: ONLSTM(6, 8, 2, master_input="reverse"), "master_input must be one of"),
+        (lambda: LSTM(6, 8, num_layers=0), "num_layers must be at least 1"),
+    ],
+)
+def test_bad_constructor_arguments(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+@pytest.mark.parametrize("enc", [ONLSTM(6, 8, 2), LSTM(6, 8)])
+def test_bad_inputs_name_the_argument(enc):
+    x, mask = padded_batch()
+    with pytest.raises(ValueError, match=r"x must be \[batch, time, 6\]"):
+        enc(x[0], mask[0])
+    with pytest.raises(ValueError, match="input_size=6"):
+        enc(torch.randn(4, 7, 5), mask)
+    with pytest.raises(ValueError, match="mask must be a bool tensor"):
+        enc(x, mask.long())
+    with pytest.raises(ValueError, match="mask row 1 has no true token"):
+        enc(x, mask & (torch.arange(4) != 1)[:, None])
+    with pytest.raises(ValueError, match="left-aligned"):
+        enc(x, mask.flip(1))
+    with pytest.raises(ValueError, match="mask must have shape"):
+        enc(x, mask[:, :3])
+
+
+def test_combined_distances():
+    enc = ONLSTM(6, 8, 2, num_layers=2, bidirectional=True)
+    out = enc(*padded_batch())
+    torch.testing.assert_close(out.combined_distances("mean"), out.distances.mean(1))
+    torch.testing.assert_close(out.combined_distances("backward", which="input"), out.input_distances[:, 1])
+    assert out.combined_distances("max").shape == (2, 4, 7)
+    with pytest.raises(ValueError, match="no distances"):
+        LSTM(6, 8)(*padded_batch()).combined_distances()
