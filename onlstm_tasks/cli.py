@@ -1,19 +1,52 @@
-"""The ``onlstm-tasks`` console script."""
+"""The ``onlstm-tasks`` console script: LightningCLI with the data facts linked into the model."""
 
 from __future__ import annotations
 
 import sys
 
+from lightning.pytorch.cli import LightningCLI
+
 from . import __version__
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+class TasksCLI(LightningCLI):
+    """LightningCLI plus: vocabularies/labels linked from data to model, ``--test_after_fit``, and checkpoints
+    supplying the vocabularies for validate/test/predict (so no training data is needed there)."""
+
+    def add_arguments_to_parser(self, parser) -> None:
+        for fact in ("word_vocab", "char_vocab", "labels"):
+            parser.link_arguments(f"data.{fact}", f"model.init_args.{fact}", apply_on="instantiate")
+        parser.add_argument("--test_after_fit", type=bool, default=False,
+                            help="after fit, run test on the best checkpoint and print the scores")
+
+    def before_instantiate_classes(self) -> None:
+        sub = self.config.get("subcommand")
+        if sub in ("validate", "test", "predict"):
+            cfg = self.config[sub]
+            ckpt = cfg.get("ckpt_path")
+            if ckpt and not cfg.data.init_args.get("vocab_from"):
+                cfg.data.init_args.vocab_from = ckpt
+
+    def after_fit(self) -> None:
+        if self.config.fit.get("test_after_fit"):
+            best = self.trainer.checkpoint_callback.best_model_path if self.trainer.checkpoint_callback else ""
+            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
+
+
+def main(args: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if args is None else args
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")
         return
-    print("usage: onlstm-tasks {fit,validate,test,predict} --config CONFIG.yaml\n"
-          "       onlstm-tasks --version")
+    TasksCLI(
+        model_class=None,
+        datamodule_class=None,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        args=args,
+        save_config_kwargs={"overwrite": True},
+        trainer_defaults={"use_distributed_sampler": False},
+    )
 
 
 if __name__ == "__main__":

@@ -38,13 +38,15 @@ def test_iob2_to_iobes_and_back():
     assert iobes_to_iob2(iob2_to_iobes(IOB2)) == IOB2
 
 
-def test_convert_scheme():
+def test_convert_scheme_from_either_scheme():
     assert convert_scheme(IOB2, "iobes") == IOBES
     assert convert_scheme(IOB2, "iob2") == IOB2
+    assert convert_scheme(IOBES, "iob2") == IOB2  # predictions decoded in IOBES back to IOB2
+    assert convert_scheme(IOBES, "iobes") == IOBES
     with pytest.raises(ValueError, match="unknown tag scheme"):
         convert_scheme(IOB2, "bilou")
-    with pytest.raises(ValueError, match="invalid tag"):
-        convert_scheme(["S-PER"], "iob2")
+    with pytest.raises(ValueError, match="invalid tag 'X-PER'"):
+        convert_scheme(["X-PER"], "iob2")
 
 
 @pytest.mark.parametrize(

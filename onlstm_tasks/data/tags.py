@@ -76,14 +76,11 @@ def iobes_to_iob2(tags: Sequence[str]) -> list[str]:
 
 
 def convert_scheme(tags: Sequence[str], scheme: str) -> list[str]:
-    """IOB2 tags -> ``scheme`` ("iob2" or "iobes")."""
-    if scheme == "iob2":
-        for tag in tags:
-            split_tag(tag, "BI")
-        return list(tags)
-    if scheme == "iobes":
-        return iob2_to_iobes(tags)
-    raise ValueError(f"unknown tag scheme {scheme!r}: expected 'iob2' or 'iobes'")
+    """IOB2 or IOBES tags -> ``scheme`` ("iob2" or "iobes"); idempotent, so the input scheme need not be known."""
+    if scheme not in ("iob2", "iobes"):
+        raise ValueError(f"unknown tag scheme {scheme!r}: expected 'iob2' or 'iobes'")
+    iob2 = iobes_to_iob2(tags)  # identity on IOB2
+    return iob2 if scheme == "iob2" else iob2_to_iobes(iob2)
 
 
 def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:

@@ -60,7 +60,7 @@ def read_columns(
         stats["sentences"] += 1
         stats["tokens"] += len(rows)
     if not examples:
-        raise DataFormatError(source, len(lines), "expected at least one sentence, found only -DOCSTART- lines")
+        raise DataFormatError(source, 1, "expected at least one sentence, found only -DOCSTART- lines")
     log_read(logger, source, stats, {"docstart_lines": "-DOCSTART- lines ignored",
                                       "repaired_tags": "orphan I- tags repaired to B-"})
     return examples, stats

@@ -38,7 +38,8 @@ def conll2012_files(directory: str | Path) -> tuple[list[Path], int]:
     ``gold_conll`` twin (the LDC release ships both; reading both would double the data). Returns the
     files and the number of skipped twins."""
     found = sorted(p for p in Path(directory).rglob("*_conll") if p.is_file())
-    keep = [p for p in found if not ("auto_conll" in p.name and p.with_name(p.name.replace("auto_conll", "gold_conll")).exists())]
+    keep = [p for p in found
+            if not ("auto_conll" in p.name and p.with_name(p.name.replace("auto_conll", "gold_conll")).exists())]
     return keep, len(found) - len(keep)
 
 
@@ -71,7 +72,7 @@ def _read_file(path: Path, source: str, include_pt: bool, log: bool = True) -> t
     stats = dict.fromkeys(("files", "documents", "sentences", *_SKIPPED), 0)
     stats["files"] = 1
     examples: list[Example] = []
-    doc: dict | None = None  # header id, part, begin line, sentence counter, excluded flag
+    doc: dict | None = None  # the open document: header id, begin line, sentence counter, excluded flag
     rows: list[Row] = []
 
     def flush() -> None:
@@ -142,8 +143,9 @@ def _sentence(rows: list[Row], source: str, index: int, stats: Stats) -> Example
         if len(cols) != n_columns:
             raise DataFormatError(source, number, f"expected {n_columns} columns like line {first_line} of the "
                                   f"same sentence, found {len(cols)}")
-        if not (cols[1].isascii() and cols[1].isdigit() and cols[2].isascii() and cols[2].isdigit()):
-            raise DataFormatError(source, number, f"expected integer part and word number, found {cols[1]!r} {cols[2]!r}")
+        if not all(c.isascii() and c.isdigit() for c in cols[1:3]):
+            raise DataFormatError(source, number, f"expected integer part and word number, "
+                                  f"found {cols[1]!r} {cols[2]!r}")
         word, tag = cols[3], cols[4]
         word_numbers.append(int(cols[2]))
         # parse bit: "(S(NP*" -> "(S(NP (DT the) ", "*))" -> " (NN dog) ))"
@@ -152,7 +154,8 @@ def _sentence(rows: list[Row], source: str, index: int, stats: Stats) -> Example
             raise DataFormatError(source, number, f"expected a parse bit like '(S(NP*' or '*))', found {cols[5]!r}")
         depth += match["left"].count("(") - len(match["right"])
         if depth < 0:
-            raise DataFormatError(source, number, "unbalanced parse brackets: ')' closes more constituents than are open")
+            raise DataFormatError(source, number, "unbalanced parse brackets: ')' closes more constituents "
+                                  "than are open")
         has_xx |= word == "XX" or tag == "XX"
         pieces.append(f"{match['left']} ({_BRACKETS.get(tag, tag)} {_BRACKETS.get(word, word)}) {match['right']}")
         ne_tag, entity = _ne_step(cols[NE_COLUMN], entity, source, number)

@@ -41,7 +41,7 @@ def read_conllx(
     examples = [_sentence(block, source, scheme, pos, stats) for block in blocks(lines)]
     examples = [e for e in examples if e is not None]
     if not examples:
-        raise DataFormatError(source, len(lines), "expected at least one sentence, found only comments")
+        raise DataFormatError(source, 1, "expected at least one sentence, found only comments")
     stats["sentences"] = len(examples)
     log_read(logger, source, stats, {"multiword_tokens": "multiword-token lines skipped",
                                       "empty_nodes": "empty-node lines skipped",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from onlstm_tasks.data.examples import DataFormatError, Example
-from onlstm_tasks.data.readers._common import Stats, class_label_names, log_read
+from onlstm_tasks.data.readers._common import Stats, class_label_names, inner_feature, log_read
 from onlstm_tasks.data.tags import normalise_tags
 
 logger = logging.getLogger(__name__)
@@ -47,6 +47,10 @@ def read_token_rows(
         if column is not None and column not in dataset.column_names:
             raise DataFormatError(source, None, f"expected a column {column!r}; the dataset has {dataset.column_names}")
     tag_names = list(label_names) if label_names is not None else class_label_names(dataset.features[tags_column])
+    dtype = getattr(inner_feature(dataset.features[tags_column]), "dtype", "")
+    if tag_names is None and dtype.startswith(("int", "uint")):
+        raise DataFormatError(source, None, f"{tags_column} holds integer ids ({dtype}) but the dataset has no "
+                              "ClassLabel feature for it: pass label_names=[...] (id -> tag name)")
     pos_names = class_label_names(dataset.features[pos_column]) if pos_column else None
     has_id = id_column is not None and id_column in dataset.column_names
     stats = {"sentences": 0, "tokens": 0, "repaired_tags": 0, "empty_rows": 0}

@@ -1,0 +1,75 @@
+"""Examples -> index sequences -> padded :class:`TokenBatch` tensors."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .batching import TokenBatch
+from .examples import Example
+from .vocab import Vocabulary
+
+_DIGITS = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class WordNormalizer:
+    """How a word is looked up in the word vocabulary (characters always see the raw word)."""
+
+    lowercase: bool = False
+    normalize_digits: bool = True
+
+    def __call__(self, word: str) -> str:
+        if self.lowercase:
+            word = word.lower()
+        if self.normalize_digits:
+            word = _DIGITS.sub("0", word)
+        return word
+
+
+def build_vocabularies(
+    examples: Iterable[Example], normalizer: WordNormalizer, min_freq: int = 1
+) -> tuple[Vocabulary, Vocabulary]:
+    """Word and character vocabularies from (training) examples."""
+    words, chars = Counter(), Counter()
+    for ex in examples:
+        for w in ex.words:
+            words[normalizer(w)] += 1
+            chars.update(w)
+    return Vocabulary.from_counts(words, min_freq=min_freq), Vocabulary.from_counts(chars)
+
+
+class TokenEncoder:
+    """Turns the words of an example into word ids and character ids."""
+
+    def __init__(self, words: Vocabulary, chars: Vocabulary, normalizer: WordNormalizer,
+                 max_word_length: int = 30) -> None:
+        self.words, self.chars, self.normalizer = words, chars, normalizer
+        self.max_word_length = max_word_length
+
+    def encode(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        word_ids = [self.words.index(self.normalizer(w)) for w in words]
+        # characters beyond max_word_length are left out of the character features only (the word id and the
+        # tag are kept), which bounds the char tensor for URLs and similar
+        char_ids = [[self.chars.index(c) for c in w[: self.max_word_length]] for w in words]
+        return word_ids, char_ids
+
+
+def pad_tokens(items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]]) -> TokenBatch:
+    """Pads (word ids, char ids, raw words) triples into a :class:`TokenBatch`."""
+    batch, steps = len(items), max(len(w) for w, _, _ in items)
+    max_chars = max((len(c) for _, chars, _ in items for c in chars), default=1) or 1
+    word_ids = torch.zeros(batch, steps, dtype=torch.long)
+    char_ids = torch.zeros(batch, steps, max_chars, dtype=torch.long)
+    mask = torch.zeros(batch, steps, dtype=torch.bool)
+    for b, (w, chars, _) in enumerate(items):
+        word_ids[b, : len(w)] = torch.tensor(w)
+        mask[b, : len(w)] = True
+        for t, c in enumerate(chars):
+            if c:
+                char_ids[b, t, : len(c)] = torch.tensor(c)
+    return TokenBatch(word_ids=word_ids, char_ids=char_ids, mask=mask, words=[list(words) for *_, words in items])

@@ -1,0 +1,290 @@
+"""``NERDataModule``: any supported NER source -> vocabularies -> length-bucketed padded batches."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader
+
+from .batching import TokenBatch
+from .examples import DataFormatError, Example
+from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .readers import load_ner_splits
+from .sampler import BucketBatchSampler
+from .tags import convert_scheme, split_tag
+from .tokenize import tokenize
+from .vocab import Vocabulary
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class NERBatch:
+    tokens: TokenBatch
+    tags: torch.Tensor  # [B, T] long tag ids, 0 at padding (use tokens.mask)
+    index: list[int]  # positions of the batch's examples in their split
+
+
+def scheme_labels(types: set[str], scheme: str) -> list[str]:
+    """Every tag of ``scheme`` for the given entity types, ``O`` first, then by type."""
+    prefixes = {"iob2": "BI", "iobes": "BIES"}[scheme]
+    return ["O"] + [f"{p}-{t}" for t in sorted(types) for p in prefixes]
+
+
+def split_long(example: Example, max_length: int) -> list[Example]:
+    """Cuts a sentence into pieces of at most ``max_length`` tokens, preferably outside entities.
+
+    A piece that starts inside an entity gets ``B-`` on its first token. Heads, parse trees and offsets refer to
+    the whole sentence, so pieces drop them.
+    """
+    pieces, start, n = [], 0, len(example)
+    while start < n:
+        end = min(start + max_length, n)
+        if end < n and example.tags is not None:
+            cut = end
+            while cut > start + 1 and example.tags[cut].startswith("I-"):
+                cut -= 1
+            end = cut if cut > start + 1 else end
+        tags = None
+        if example.tags is not None:
+            tags = list(example.tags[start:end])
+            if tags[0].startswith("I-"):
+                tags[0] = "B-" + tags[0][2:]
+        pieces.append(dataclasses.replace(
+            example, words=example.words[start:end], tags=None if tags is None else tuple(tags),
+            pos=None if example.pos is None else example.pos[start:end], heads=None, deprels=None,
+            parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
+        ))
+        start = end
+    return pieces
+
+
+def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
+    """One sentence per line: raw text (tokenised here, with character offsets) or space-separated tokens."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise DataFormatError(path, None, f"expected UTF-8 text ({err})") from err
+    examples = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if pretokenized:
+            words, offsets, pos = line.split(), [], 0
+            for w in words:
+                start = line.index(w, pos)
+                offsets.append((start, start + len(w)))
+                pos = start + len(w)
+        else:
+            words, offsets = tokenize(line)
+        examples.append(Example(words=tuple(words), text=line, offsets=tuple(offsets), source=path, line=number))
+    if not examples:
+        raise DataFormatError(path, None, "expected at least one non-empty line (one sentence per line)")
+    return examples
+
+
+class NERDataModule(pl.LightningDataModule):
+    """NER data from the hub, a local dataset folder, or raw files; arguments mirror ``datasets.load_dataset``.
+
+    Args:
+        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (hub name or local
+            directory; for raw files ``data_files`` maps split -> file, directory or glob).
+        format: reader: ``auto``, ``ontonotes``, ``conll2012``, ``columns``, ``conllx`` or ``tokens``.
+        reader_options: extra reader arguments (e.g. ``{include_pt: true}``, ``{tokens_column: words}``).
+        tag_scheme: ``iob2`` or ``iobes`` for training (metrics are always reported in IOB2).
+        max_length: longer sentences are ``split`` (default) or ``reject``-ed with an error; never truncated.
+        min_freq, lowercase, normalize_digits: word vocabulary options (training split only).
+        vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
+            fills it in for validate/test/predict with ``--ckpt_path``).
+        predict_file: text file to tag, one sentence per line (``pretokenized``: space-separated tokens).
+    """
+
+    def __init__(
+        self,
+        path: str = "ontonotes/conll2012_ontonotesv5",
+        name: str | None = None,
+        data_dir: str | None = "english_v12",
+        data_files: dict[str, Any] | str | None = None,
+        revision: str | None = "refs/convert/parquet",
+        format: str = "auto",
+        reader_options: dict[str, Any] | None = None,
+        tag_scheme: Literal["iob2", "iobes"] = "iob2",
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        max_length: int = 128,
+        long_sentences: Literal["split", "reject"] = "split",
+        min_freq: int = 1,
+        lowercase: bool = False,
+        normalize_digits: bool = True,
+        max_word_length: int = 30,
+        validation_ratio: float = 0.1,
+        vocab_from: str | None = None,
+        predict_file: str | None = None,
+        pretokenized: bool = False,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.normalizer = WordNormalizer(lowercase, normalize_digits)
+        self._splits: dict[str, list[Example]] | None = None
+        self._vocab: tuple[Vocabulary, Vocabulary, list[str]] | None = None
+        self._encoded: dict[str, list[tuple]] = {}
+        self._predict_examples: list[Example] | None = None
+
+    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
+    @property
+    def word_vocab(self) -> list[str]:
+        return self._vocabularies()[0].itos
+
+    @property
+    def char_vocab(self) -> list[str]:
+        return self._vocabularies()[1].itos
+
+    @property
+    def labels(self) -> list[str]:
+        return self._vocabularies()[2]
+
+    @property
+    def tag_scheme(self) -> str:
+        return self.hparams.tag_scheme
+
+    # ---- loading ------------------------------------------------------------------------------------------
+    def splits(self) -> dict[str, list[Example]]:
+        if self._splits is None:
+            h = self.hparams
+            if h.path is None:
+                self._splits = {}
+                return self._splits
+            raw = load_ner_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                                  revision=h.revision, format=h.format, **(h.reader_options or {}))
+            if "validation" not in raw and "train" in raw:
+                raw["train"], raw["validation"] = self._carve_validation(raw["train"])
+            self._splits = {split: self._limit_length(split, exs) for split, exs in raw.items()}
+        return self._splits
+
+    def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
+        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(self.hparams.seed)).tolist()
+        n_val = max(1, int(len(train) * self.hparams.validation_ratio))
+        log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val, len(train),
+                 self.hparams.seed)
+        return [train[i] for i in sorted(order[n_val:])], [train[i] for i in sorted(order[:n_val])]
+
+    def _limit_length(self, split: str, examples: list[Example]) -> list[Example]:
+        limit, out, long = self.hparams.max_length, [], 0
+        for ex in examples:
+            if len(ex) <= limit:
+                out.append(ex)
+                continue
+            long += 1
+            if self.hparams.long_sentences == "reject":
+                raise DataFormatError(ex.source, ex.line, f"sentence of {len(ex)} tokens exceeds max_length="
+                                      f"{limit} (long_sentences='reject')")
+            out.extend(split_long(ex, limit))
+        if long:
+            log.info("%s: %d sentences longer than max_length=%d were split into pieces", split, long, limit)
+        return out
+
+    def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        if self._vocab is None:
+            if self.hparams.vocab_from:
+                self._vocab = self._vocabularies_from_checkpoint(self.hparams.vocab_from)
+            else:
+                train = self.splits().get("train")
+                if not train:
+                    raise ValueError("no training split found: vocabularies need one (or set vocab_from to a "
+                                     "checkpoint)")
+                words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+                types = {split_tag(t)[1] for ex in train for t in ex.tags if t != "O"}
+                self._vocab = (words, chars, scheme_labels(types, self.hparams.tag_scheme))
+                log.info("vocabularies from %d training sentences: %d words, %d characters, %d tags", len(train),
+                         len(words), len(chars), len(self._vocab[2]))
+        return self._vocab
+
+    @staticmethod
+    def _vocabularies_from_checkpoint(path: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        hparams = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
+        missing = [k for k in ("word_vocab", "char_vocab", "labels") if k not in hparams]
+        if missing:
+            raise ValueError(f"{path}: checkpoint hyper-parameters lack {missing}; not an NERTagger checkpoint?")
+        # the stored lists already start with the special tokens
+        return (Vocabulary(hparams["word_vocab"][2:]), Vocabulary(hparams["char_vocab"][2:]),
+                list(hparams["labels"]))
+
+    # ---- encoding and loaders -----------------------------------------------------------------------------
+    def examples(self, split: str) -> list[Example]:
+        if split == "predict":
+            if not self.hparams.predict_file:
+                raise ValueError("predict needs data.predict_file (one sentence per line)")
+            if self._predict_examples is None:
+                self._predict_examples = read_prediction_file(self.hparams.predict_file, self.hparams.pretokenized)
+            return self._predict_examples
+        exs = self.splits().get(split)
+        if exs is None:
+            raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
+        return exs
+
+    def _encode(self, split: str) -> list[tuple]:
+        if split not in self._encoded:
+            words, chars, labels = self._vocabularies()
+            encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
+            label_index = {label: i for i, label in enumerate(labels)}
+            items = []
+            for ex in self.examples(split):
+                word_ids, char_ids = encoder.encode(ex.words)
+                tag_ids = [0] * len(ex)
+                if ex.tags is not None and split != "predict":
+                    tags = convert_scheme(ex.tags, self.hparams.tag_scheme)
+                    unknown = [t for t in tags if t not in label_index]
+                    if unknown:
+                        raise DataFormatError(ex.source, ex.line, f"label {unknown[0]!r} in the {split} split "
+                                              f"never occurs in training (known: {labels})")
+                    tag_ids = [label_index[t] for t in tags]
+                items.append((word_ids, char_ids, ex.words, tag_ids))
+            self._encoded[split] = items
+        return self._encoded[split]
+
+    def setup(self, stage: str | None = None) -> None:
+        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
+                  "predict": ("predict",)}.get(stage, ("train", "validation", "test"))
+        for split in wanted:
+            self._encode(split)
+
+    def _collate(self, split: str):
+        items = self._encode(split)
+
+        def collate(indices: list[int]) -> NERBatch:
+            chosen = [items[i] for i in indices]
+            tokens = pad_tokens([(w, c, words) for w, c, words, _ in chosen])
+            tags = torch.zeros_like(tokens.word_ids)
+            for b, (*_, tag_ids) in enumerate(chosen):
+                tags[b, : len(tag_ids)] = torch.tensor(tag_ids)
+            return NERBatch(tokens=tokens, tags=tags, index=list(indices))
+
+        return collate
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        items = self._encode(split)
+        size = self.hparams.batch_size if shuffle else self.hparams.eval_batch_size
+        sampler = BucketBatchSampler([len(w) for w, *_ in items], size, shuffle=shuffle, seed=self.hparams.seed)
+        # the batch sampler yields index lists; the dataset is just the index itself
+        return DataLoader(range(len(items)), batch_sampler=sampler, collate_fn=self._collate(split),
+                          num_workers=self.hparams.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", shuffle=False)

@@ -1,0 +1,42 @@
+"""Embedder -> encoder -> emissions -> CRF: the NER network as a plain torch module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.embedders.base import TokenEmbedder
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.modules.crf import CRF
+
+
+class CRFTagger(nn.Module):
+    """Composes any :class:`TokenEmbedder` and any :class:`SequenceEncoder` with a constrained CRF.
+
+    The encoder must read what the embedder writes (``encoder.input_size == embedder.output_size``); the
+    emission layer sizes itself from ``encoder.output_size``.
+    """
+
+    def __init__(self, embedder: TokenEmbedder, encoder: SequenceEncoder, labels: Sequence[str], scheme: str,
+                 dropout: float = 0.5) -> None:
+        super().__init__()
+        if encoder.input_size != embedder.output_size:
+            raise ValueError(f"encoder.input_size ({encoder.input_size}) must equal embedder.output_size "
+                             f"({embedder.output_size})")
+        self.embedder, self.encoder = embedder, encoder
+        self.dropout = nn.Dropout(dropout)
+        self.emit = nn.Linear(encoder.output_size, len(labels))
+        self.crf = CRF(len(labels), labels=labels, scheme=scheme)
+
+    def emissions(self, tokens: TokenBatch) -> tuple[torch.Tensor, EncoderOutput]:
+        encoded = self.encoder(self.embedder(tokens), tokens.mask)
+        return self.emit(self.dropout(encoded.hidden)), encoded  # [B, T, K]
+
+    def loss(self, tokens: TokenBatch, tags: torch.Tensor) -> torch.Tensor:
+        return self.crf.nll(self.emissions(tokens)[0], tags, tokens.mask)
+
+    def decode(self, tokens: TokenBatch) -> torch.Tensor:
+        return self.crf.decode(self.emissions(tokens)[0], tokens.mask)

@@ -1,0 +1,129 @@
+"""``NERTagger``: the Lightning side of the CRF tagger (loops, metrics, optimisers)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+
+from onlstm_tasks.data.tags import convert_scheme, entity_spans
+from onlstm_tasks.embedders.base import TokenEmbedder
+from onlstm_tasks.embedders.word_char import WordCharEmbedder
+from onlstm_tasks.encoders.base import SequenceEncoder
+from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.metrics import EntityF1
+from onlstm_tasks.modules.tagger import CRFTagger
+
+log = logging.getLogger(__name__)
+
+EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
+EncoderFactory = Callable[[int], SequenceEncoder]
+
+
+class NERTagger(pl.LightningModule):
+    """CRF tagger over any embedder and encoder.
+
+    Args:
+        word_vocab, char_vocab, labels: data facts (linked from the data module by the CLI, and saved in
+            checkpoints so prediction needs no training data). The tag scheme (IOB2 or IOBES) is read off the
+            labels.
+        embedder: builds the input layer from the vocabularies (default :class:`WordCharEmbedder`).
+        encoder: builds any :class:`SequenceEncoder` from its input size (default: bidirectional ON-LSTM,
+            hidden 256, chunk size 8). In YAML, ``class_path`` + ``init_args`` without ``input_size``.
+        dropout: before the emission layer.
+        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
+    """
+
+    def __init__(
+        self,
+        word_vocab: list[str],
+        char_vocab: list[str],
+        labels: list[str],
+        embedder: EmbedderFactory | None = None,
+        encoder: EncoderFactory | None = None,
+        dropout: float = 0.5,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        tag_scheme = scheme_of(labels)
+        embedder = (embedder or WordCharEmbedder)(word_vocab, char_vocab)
+        encoder = (encoder or default_encoder)(embedder.output_size)
+        self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
+        self.labels, self.tag_scheme = list(labels), tag_scheme
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        self.val_f1 = EntityF1(labels, scheme=tag_scheme)
+        self.test_f1 = EntityF1(labels, scheme=tag_scheme)
+
+    # ---- loops --------------------------------------------------------------------------------------------
+    def training_step(self, batch, batch_idx):
+        loss = self.net.loss(batch.tokens, batch.tags)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
+        return loss
+
+    def _evaluate(self, batch, metric: EntityF1, prefix: str) -> None:
+        emissions, _ = self.net.emissions(batch.tokens)
+        mask = batch.tokens.mask
+        loss = self.net.crf.nll(emissions, batch.tags, mask)
+        metric.update(self.net.crf.decode(emissions, mask), batch.tags, mask)
+        self.log(f"{prefix}_loss", loss, sync_dist=True, batch_size=len(batch.index))
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluate(batch, self.val_f1, "val")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores(self.val_f1, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._evaluate(batch, self.test_f1, "test")
+
+    def on_test_epoch_end(self) -> None:
+        report = self.test_f1.report()  # gathered from every process, like the scores
+        self._log_scores(self.test_f1, "test")
+        if self.trainer.is_global_zero:
+            print(f"\nEntity-level classification report (seqeval, conlleval-compatible mode):\n{report}")
+            if self.trainer.log_dir:
+                path = Path(self.trainer.log_dir) / "test_report.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(report)
+                log.info("test report saved to %s", path)
+
+    def _log_scores(self, metric: EntityF1, prefix: str) -> None:
+        scores = metric.compute()
+        metric.reset()
+        for key, value in scores.items():
+            self.log(f"{prefix}_{key}", value, prog_bar=key == "f1", rank_zero_only=False)
+
+    def predict_step(self, batch, batch_idx):
+        tags = self.net.decode(batch.tokens)
+        out = []
+        for row, index in enumerate(batch.index):
+            n = int(batch.tokens.mask[row].sum())
+            labels = [self.labels[i] for i in tags[row, :n].tolist()]
+            iob2 = labels if self.tag_scheme == "iob2" else convert_scheme(labels, "iob2")
+            out.append({"index": index, "tokens": batch.tokens.words[row], "tags": iob2,
+                        "entities": entity_spans(iob2)})
+        return out
+
+    # ---- optimisation -------------------------------------------------------------------------------------
+    def configure_optimizers(self):
+        factory = self.optimizer_factory or (lambda params: torch.optim.Adam(params, lr=1e-3))
+        optimizer = factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer),
+                                                         "monitor": "val_f1"}}
+
+
+def scheme_of(labels: Sequence[str]) -> str:
+    """``iobes`` if any label has an E- or S- prefix, else ``iob2``."""
+    return "iobes" if any(label[:2] in ("E-", "S-") for label in labels) else "iob2"
+
+
+def default_encoder(input_size: int) -> SequenceEncoder:
+    return ONLSTM(input_size, hidden_size=256, chunk_size=8, bidirectional=True)
