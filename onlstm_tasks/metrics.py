@@ -18,12 +18,8 @@ from seqeval.scheme import IOB2
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
+from onlstm_tasks.data.tags import iobes_to_iob2
 from onlstm_tasks.modules.transitions import parse_label
-
-try:  # the data package's converter, when it exists
-    from onlstm_tasks.data.tags import iobes_to_iob2 as _iobes_to_iob2
-except ImportError:  # pragma: no cover - depends on the data package's state
-    _iobes_to_iob2 = None
 
 _STATES = ("preds", "target", "lengths")
 _KEYS = ("precision", "recall", "f1", "strict_precision", "strict_recall", "strict_f1")
@@ -48,7 +44,8 @@ class EntityF1(Metric):
             parse_label(label, scheme)  # ValueError naming any label that does not belong to the scheme
         self.id2label = list(id2label)
         self.scheme = scheme
-        self._iob2 = self.id2label if scheme == "iob2" else _to_iob2(self.id2label)
+        # IOBES -> IOB2 is position-wise (S- -> B-, E- -> I-), so converting the label list converts every sequence
+        self._iob2 = self.id2label if scheme == "iob2" else iobes_to_iob2(self.id2label)
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
         self._add_placeholders()
@@ -109,14 +106,3 @@ class EntityF1(Metric):
         y_pred = [[labels[i] for i in preds[s:e]] for s, e in zip(starts, ends)]
         return y_true, y_pred
 
-
-def _to_iob2(labels: list[str]) -> list[str]:
-    """IOBES labels -> IOB2 labels (S- -> B-, E- -> I-), label by label."""
-    if _iobes_to_iob2 is not None:
-        return list(_iobes_to_iob2(labels))
-    iob2_prefix = {"B": "B", "I": "I", "E": "I", "S": "B"}
-    out = []
-    for label in labels:
-        prefix, entity = parse_label(label, "iobes")
-        out.append("O" if entity is None else f"{iob2_prefix[prefix]}-{entity}")
-    return out

@@ -4,13 +4,18 @@
                                     [--threads N]
 
 Both decoders run unconstrained on identical emissions/masks (row lengths drawn from [--min-length, --length],
-one row always full length; by default every row is full length); the paths are asserted identical before timing. The two are timed alternately (so load changes hit both alike); reports best and median wall time of ``--repeats`` runs after warm-up, the
-ratio (pytorch-crf / ours) and the machine. Numbers belong here, never in timed tests.
+one row always full length; by default every row is full length); the paths are asserted identical before timing.
+Each call is timed in wall-clock and in process CPU time (the latter is steadier on a shared machine; with
+--threads 1 it is the honest figure), alternating the decoders so that load changes hit both alike, after warm-up.
+Two contexts: under ``torch.inference_mode()`` (how Lightning runs validation/test) and with autograd enabled
+(decoding inside ``training_step``, where pytorch-crf also records autograd history). Prints best and median, the
+ratios (pytorch-crf / ours) and the machine. Numbers belong here, never in timed tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -21,18 +26,28 @@ import torch
 from onlstm_tasks.modules import CRF
 
 
-def interleaved_timings(fns, repeats: int, warmup: int = 5) -> list[list[float]]:
-    """Wall times of each function, alternating between them so that load changes hit both alike."""
+def interleaved_timings(fns, repeats: int, warmup: int = 5) -> list[dict[str, list[float]]]:
+    """Wall and CPU seconds per call of each function, alternating between them."""
     for _ in range(warmup):
         for fn in fns:
             fn()
-    out = [[] for _ in fns]
+    out = [{"wall": [], "cpu": []} for _ in fns]
     for _ in range(repeats):
         for fn, times in zip(fns, out):
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             fn()
-            times.append(time.perf_counter() - start)
+            times["cpu"].append(time.process_time() - cpu)
+            times["wall"].append(time.perf_counter() - wall)
     return out
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -56,21 +71,24 @@ def main() -> None:
     lengths[0] = args.length
     mask = torch.arange(args.length)[None, :] < lengths[:, None]
 
-    with torch.inference_mode():
-        ours = crf.decode(emissions, mask)
-        theirs = crf.crf.decode(emissions, mask)
-        assert [row[:n].tolist() for row, n in zip(ours, lengths.tolist())] == theirs, "paths differ"
-        t_ours, t_theirs = interleaved_timings(
-            [lambda: crf.decode(emissions, mask), lambda: crf.crf.decode(emissions, mask)], args.repeats)
+    ours = crf.decode(emissions, mask)
+    theirs = crf.crf.decode(emissions, mask)
+    assert [row[:n].tolist() for row, n in zip(ours, lengths.tolist())] == theirs, "paths differ"
 
-    print(f"machine: {platform.platform()} | {platform.processor() or platform.machine()} | "
-          f"os.cpu_count={os.cpu_count()} | torch {torch.__version__} threads={torch.get_num_threads()}")
+    print(f"machine: {platform.platform()} | {cpu_name()} | os.cpu_count={os.cpu_count()} | "
+          f"torch {torch.__version__} threads={torch.get_num_threads()}")
     print(f"shape: batch={args.batch} length={args.length} tags={args.tags} (lengths {int(lengths.min())}.."
           f"{int(lengths.max())}), repeats={args.repeats}; paths identical")
-    for name, t in (("ours (CRF.decode)", t_ours), ("pytorch-crf decode", t_theirs)):
-        print(f"{name:>20}: best {min(t) * 1e3:8.3f} ms   median {statistics.median(t) * 1e3:8.3f} ms")
-    print(f"speed-up (pytorch-crf / ours): best {min(t_theirs) / min(t_ours):.1f}x   "
-          f"median {statistics.median(t_theirs) / statistics.median(t_ours):.1f}x")
+    for context_name, context in (("inference_mode", torch.inference_mode), ("autograd on", contextlib.nullcontext)):
+        with context():
+            t_ours, t_theirs = interleaved_timings(
+                [lambda: crf.decode(emissions, mask), lambda: crf.crf.decode(emissions, mask)], args.repeats)
+        print(f"[{context_name}]")
+        for clock in ("wall", "cpu"):
+            a, b = t_ours[clock], t_theirs[clock]
+            print(f"  {clock:>4}: ours best {min(a) * 1e3:7.3f} ms median {statistics.median(a) * 1e3:7.3f} ms | "
+                  f"pytorch-crf best {min(b) * 1e3:7.3f} ms median {statistics.median(b) * 1e3:7.3f} ms | "
+                  f"speed-up best {min(b) / min(a):.2f}x median {statistics.median(b) / statistics.median(a):.2f}x")
 
 
 if __name__ == "__main__":

@@ -52,9 +52,11 @@ class TransformerEmbedding(TokenEmbedder):
                 max_length = getattr(self.model.config, "max_position_embeddings", 512)
         self.max_length = max_length
         self.truncated_words = 0
+        # from_pretrained returns the model in eval mode, and Lightning keeps submodules in the mode they were built
+        # in: without this, a trained transformer would run without its dropout
+        self.model.train(self.training and not freeze)
         if freeze:
             self.model.requires_grad_(False)
-            self.model.eval()
 
     def train(self, mode: bool = True) -> "TransformerEmbedding":
         super().train(mode)

@@ -69,17 +69,18 @@ class CRF(nn.Module):
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor, pad_value: int = 0) -> torch.Tensor:
         """Best (constrained) tag sequences, [B, T] long; padded positions hold ``pad_value`` (default 0)."""
         emissions = self._check(emissions, mask)
-        tags, _ = viterbi_decode(emissions, mask, *self.constrained_parameters())
-        return tags.masked_fill_(~mask, pad_value)
+        with torch.inference_mode():  # cheaper small ops; the clone below hands back an ordinary tensor
+            tags, _ = viterbi_decode(emissions, mask, *self.constrained_parameters())
+            tags.masked_fill_(~mask, pad_value)
+        return tags.clone()
 
     def constrained_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(start [K], transitions [K, K], end [K])`` with -inf wherever the scheme forbids the move."""
-        ninf = float("-inf")
-        return (
-            self.crf.start_transitions.masked_fill(~self.allowed_start, ninf),
-            self.crf.transitions.masked_fill(~self.allowed, ninf),
-            self.crf.end_transitions.masked_fill(~self.allowed_end, ninf),
-        )
+        params = (self.crf.start_transitions, self.crf.transitions, self.crf.end_transitions)
+        if not self.constrained:
+            return params
+        allowed = (self.allowed_start, self.allowed, self.allowed_end)
+        return tuple(p.masked_fill(~a, float("-inf")) for p, a in zip(params, allowed))
 
     def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if emissions.dim() != 3 or emissions.size(-1) != self.num_tags:
@@ -112,48 +113,52 @@ def viterbi_decode(
 
     Speed: the forward pass keeps only the best score per tag (``amax`` is far cheaper than ``max`` with indices
     on CPU) and backtracking recomputes the argmax for the one chosen tag per row. The "from" axis is padded with
-    -inf scores to a multiple of 32, a width on which ATen's CPU max-reduction is several times faster.
+    -inf scores to a multiple of 32: ATen's CPU max-reduction is so much faster per element on such widths that
+    the padded step is quicker in total (37 tags: ~25% per step, measured with scripts/benchmark_crf.py).
 
-    Exactness: values and tie-breaking (first index) match pytorch-crf's decoder, so unconstrained paths are
-    identical to ``torchcrf.CRF.decode``: ``max_i((s_i + trans_ij) + e_j) == max_i(s_i + trans_ij) + e_j`` exactly
-    in floating point (rounding is monotone), and the backtracking argmax evaluates pytorch-crf's own expression
-    ``(s_i + trans_ij) + e_j``.
+    Agreement with ``torchcrf.CRF.decode``: the scores are bit-identical (``max_i((s_i + trans_ij) + e_j)`` equals
+    ``max_i(s_i + trans_ij) + e_j`` in floating point because rounding is monotone) and ties go to the first index
+    in both. Backtracking takes ``argmax_i(s_i + trans_ij)`` without pytorch-crf's ``+ e_j``, so the two can only
+    differ where two candidates lie within one rounding step of each other and that addition rounds them to the
+    same value; both paths then have the same (rounded) best score. Never seen on random inputs.
     """
     batch, steps, num_tags = emissions.shape
     width = -(-num_tags // 32) * 32
     lengths = mask.sum(dim=1)  # [B]
-    # per-step views made once (indexing inside the loops costs more than the small ops themselves)
+    # per-step views made once (indexing inside the loops costs as much as the small ops themselves)
     emission_at = emissions.transpose(0, 1).contiguous().unbind(0)  # T x [B, K]
-    # scores[t, b, i]: best score of a path over tokens 0..t ending in tag i (-inf for the padding tags i >= K).
+    # scores[t, b, 0, i]: best score of a path over tokens 0..t ending in tag i (-inf for padding tags i >= K).
     # Rows are not frozen past their end: those values are never read, and real steps only read real steps.
-    scores = emissions.new_full((steps, batch, width), float("-inf"))
-    score_at = scores.unbind(0)  # T x [B, W]
-    score_row_at = scores.unsqueeze(2).unbind(0)  # T x [B, 1, W]
-    real_score_at = scores[:, :, :num_tags].unbind(0)  # T x [B, K], the entries the loop writes
+    scores = emissions.new_full((steps, batch, 1, width), float("-inf"))
+    score_row_at = scores.unbind(0)  # T x [B, 1, W]: the forward pass reads these
+    score_at = scores[:, :, 0, :num_tags].unbind(0)  # T x [B, K]: the forward pass writes, backtracking reads
     # transitions_to[j, i] = transitions[i, j] (score of i -> j); padding columns are 0 (their scores are -inf)
     transitions_to = transitions.new_zeros((num_tags, width))
     transitions_to[:, :num_tags] = transitions.t()
 
-    torch.add(start, emission_at[0], out=real_score_at[0])
+    torch.add(start, emission_at[0], out=score_at[0])
     for t in range(1, steps):
         # [B, 1, W(from)] + [K(to), W(from)] -> max over "from" -> [B, K(to)], then + emission of "to"
         best = torch.add(score_row_at[t - 1], transitions_to).amax(dim=2)
-        torch.add(best, emission_at[t], out=real_score_at[t])
+        torch.add(best, emission_at[t], out=score_at[t])
     shortest = int(lengths.min()) if batch else steps
     if shortest == steps:
-        last = real_score_at[steps - 1]
+        last = score_at[steps - 1]
     else:
-        last = scores[lengths - 1, torch.arange(batch, device=emissions.device), :num_tags]
-    best_score, current = (last + end).max(dim=1)  # [B], [B]
+        last = scores[lengths - 1, torch.arange(batch, device=emissions.device), 0, :num_tags]
 
-    real_at = mask.t().contiguous().unbind(0)  # T x [B]
-    path = [current]  # tags from the last step backwards
+    # backtracking writes each step's tags straight into its row of path [T, B]
+    path = emissions.new_empty((steps, batch), dtype=torch.long)
+    tag_at = path.unbind(0)
+    best_score, _ = torch.max(last + end, dim=1, out=(emissions.new_empty(batch), tag_at[steps - 1]))
+    transitions_to = transitions_to[:, :num_tags].contiguous()  # [K(to), K(from)]
+    real_at = mask.t().unbind(0) if shortest < steps else None  # T x [B]
     for t in range(steps - 1, 0, -1):
-        # best predecessor of the current tag j: argmax_i (scores[t-1, b, i] + trans[i, j]) + e[t, b, j]
-        emission = emission_at[t].gather(1, current.unsqueeze(1))  # [B, 1]
-        previous = torch.add(score_at[t - 1], transitions_to.index_select(0, current)).add_(emission).argmax(1)
-        # past a row's end, carry its last real tag back (every row is real before the shortest length)
-        current = previous if t < shortest else torch.where(real_at[t], previous, current)
-        path.append(current)
-    tags = torch.stack(path[::-1], dim=1)  # [B, T]
+        # best predecessor of the current tag j: argmax_i (scores[t-1, b, i] + trans[i, j])
+        candidates = torch.add(score_at[t - 1], transitions_to.index_select(0, tag_at[t]))
+        if t < shortest:
+            torch.argmax(candidates, dim=1, out=tag_at[t - 1])
+        else:  # past a row's end, carry its last real tag back (every row is real before the shortest length)
+            torch.where(real_at[t], candidates.argmax(dim=1), tag_at[t], out=tag_at[t - 1])
+    tags = path.t().contiguous()  # [B, T]
     return tags, best_score

@@ -85,10 +85,11 @@ class NERTagger(pl.LightningModule):
     def on_test_epoch_end(self) -> None:
         report = self.test_f1.report()  # gathered from every process, like the scores
         self._log_scores(self.test_f1, "test")
+        log_dir = self.trainer.log_dir  # a collective under DDP: every process must ask
         if self.trainer.is_global_zero:
             print(f"\nEntity-level classification report (seqeval, conlleval-compatible mode):\n{report}")
-            if self.trainer.log_dir:
-                path = Path(self.trainer.log_dir) / "test_report.txt"
+            if log_dir:
+                path = Path(log_dir) / "test_report.txt"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(report)
                 log.info("test report saved to %s", path)

@@ -1,0 +1,73 @@
+"""Running the ``onlstm-tasks`` CLI from tests, in-process or as a subprocess, on small configs."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from onlstm_tasks.sample_data import sample_path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_ner_config(tmp_path: Path, data: dict | None = None, encoder: dict | None = None, **trainer) -> Path:
+    """A small NER config writing everything under ``tmp_path``; returns its path."""
+    config = {
+        "seed_everything": 1,
+        "trainer": {
+            "max_epochs": 2, "limit_train_batches": 3, "accelerator": "cpu", "devices": 1, "log_every_n_steps": 1,
+            "enable_progress_bar": False, "enable_model_summary": False, "default_root_dir": str(tmp_path),
+            "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                       "init_args": {"save_dir": str(tmp_path), "name": "logs"}},
+            "callbacks": [
+                {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                 "init_args": {"dirpath": str(tmp_path / "ckpt"), "monitor": "val_f1", "mode": "max",
+                               "filename": "best", "save_last": True}},
+                {"class_path": "onlstm_tasks.callbacks.JsonlPredictionWriter",
+                 "init_args": {"output": str(tmp_path / "predictions.jsonl")}},
+            ],
+            **trainer,
+        },
+        "model": {
+            "class_path": "onlstm_tasks.tasks.ner.NERTagger",
+            "init_args": {
+                "embedder": {"class_path": "onlstm_tasks.embedders.word_char.WordCharEmbedder",
+                             "init_args": {"word_dim": 16, "char_features": 8, "char_dim": 8, "dropout": 0.1}},
+                "encoder": encoder or {"class_path": "onlstm_tasks.encoders.ONLSTM",
+                                       "init_args": {"hidden_size": 16, "chunk_size": 4, "bidirectional": True}},
+                "optimizer": {"class_path": "torch.optim.Adam", "init_args": {"lr": 0.01}},
+            },
+        },
+        "data": {
+            "class_path": "onlstm_tasks.data.ner.NERDataModule",
+            "init_args": data or {"path": str(sample_path("ner")), "data_dir": None, "revision": None,
+                                  "format": "columns", "reader_options": {"scheme": "iob2"}, "batch_size": 16},
+        },
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Runs ``python -m onlstm_tasks.cli ARGS`` in a subprocess (needed for DDP, which re-launches itself)."""
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "onlstm_tasks.cli", *args], cwd=cwd or REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    return proc
+
+
+def last_metrics(log_root: Path) -> dict[str, float]:
+    """Merged last non-empty value of every column of the newest CSVLogger ``metrics.csv`` under ``log_root``."""
+    files = sorted(log_root.rglob("metrics.csv"), key=lambda p: p.stat().st_mtime)
+    assert files, f"no metrics.csv under {log_root}"
+    values: dict[str, float] = {}
+    with files[-1].open() as f:
+        for row in csv.DictReader(f):
+            values.update({k: float(v) for k, v in row.items() if v not in ("", None)})
+    return values
