@@ -97,6 +97,23 @@ def test_unconstrained_viterbi_equals_pytorch_crf(seed):
     assert bool((decoded[~mask] == -1).all())
 
 
+def test_unconstrained_viterbi_equals_pytorch_crf_at_ner_shapes():
+    crf = random_crf(37, seed=5).float()
+    with torch.no_grad():
+        crf.crf.transitions.mul_(0.5)
+    for seed in range(10):
+        emissions, _, mask = random_batch(32, 40, 37, seed=seed, dtype=torch.float32)
+        reference = crf.crf.decode(emissions, mask)
+        decoded = crf.decode(emissions, mask)
+        assert [row[: len(ref)].tolist() for row, ref in zip(decoded, reference)] == reference
+
+
+def test_edge_shapes():
+    crf = CRF(3)
+    assert crf.decode(torch.randn(4, 1, 3), torch.ones(4, 1, dtype=torch.bool)).shape == (4, 1)
+    assert crf.decode(torch.randn(0, 5, 3), torch.ones(0, 5, dtype=torch.bool)).shape == (0, 5)
+
+
 @pytest.mark.parametrize("labels, scheme", [(IOB2, None), (IOB2, "iob2"), (IOBES, None), (IOBES, "iobes")])
 def test_viterbi_equals_brute_force_argmax(labels, scheme):
     num_tags = len(labels)

@@ -42,6 +42,15 @@ def build(dm: NERDataModule, encoder: str = "onlstm", seed: int = 0, **options) 
     return NERTagger(dm.word_vocab, dm.char_vocab, dm.labels, encoder=ENCODERS[encoder], **options)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models on 2 shared cores: one intra-op thread is ~10x faster than two fighting other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def dm() -> NERDataModule:
     return sample_data()
@@ -238,6 +247,8 @@ def test_tiny_bert_embedder_trains(tmp_path) -> None:
     model = NERTagger(dm.word_vocab, dm.char_vocab, dm.labels, dropout=0.0, encoder=ENCODERS["onlstm"],
                       embedder=functools.partial(EMBEDDER, transformer=bert))
     assert model.net.embedder.output_size == 16 + 8 + 16
+    # Lightning trains submodules in the mode they were built in; from_pretrained alone would leave BERT in eval
+    assert [name for name, m in model.named_modules() if not m.training] == []
     batch = next(iter(dm.train_dataloader()))
     assert_gradients_reach_every_parameter(model, model.net.loss(batch.tokens, batch.tags))
 

@@ -114,13 +114,14 @@ def viterbi_decode(
     Speed: the forward pass keeps only the best score per tag (``amax`` is far cheaper than ``max`` with indices
     on CPU) and backtracking recomputes the argmax for the one chosen tag per row. The "from" axis is padded with
     -inf scores to a multiple of 32: ATen's CPU max-reduction is so much faster per element on such widths that
-    the padded step is quicker in total (37 tags: ~25% per step, measured with scripts/benchmark_crf.py).
+    the padded step is quicker in total (37 tags: ~20% per step on the machine of scripts/benchmark_crf.py).
 
     Agreement with ``torchcrf.CRF.decode``: the scores are bit-identical (``max_i((s_i + trans_ij) + e_j)`` equals
     ``max_i(s_i + trans_ij) + e_j`` in floating point because rounding is monotone) and ties go to the first index
     in both. Backtracking takes ``argmax_i(s_i + trans_ij)`` without pytorch-crf's ``+ e_j``, so the two can only
     differ where two candidates lie within one rounding step of each other and that addition rounds them to the
-    same value; both paths then have the same (rounded) best score. Never seen on random inputs.
+    same value; both paths then have the same (rounded) best score. Not seen in 300 random float32 batches of
+    32 x 40 x 37 (about 370k backtracking choices); the emission add would cost ~15% of the decoding time.
     """
     batch, steps, num_tags = emissions.shape
     width = -(-num_tags // 32) * 32
@@ -151,7 +152,7 @@ def viterbi_decode(
     path = emissions.new_empty((steps, batch), dtype=torch.long)
     tag_at = path.unbind(0)
     best_score, _ = torch.max(last + end, dim=1, out=(emissions.new_empty(batch), tag_at[steps - 1]))
-    transitions_to = transitions_to[:, :num_tags].contiguous()  # [K(to), K(from)]
+    transitions_to = transitions.t().contiguous()  # [K(to), K(from)], unpadded
     real_at = mask.t().unbind(0) if shortest < steps else None  # T x [B]
     for t in range(steps - 1, 0, -1):
         # best predecessor of the current tag j: argmax_i (scores[t-1, b, i] + trans[i, j])

@@ -1,0 +1,30 @@
+"""Logs wall time per training epoch, training tokens per second and the process's peak memory."""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+from lightning.pytorch.callbacks import Callback
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (Linux reports KB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+class EpochResources(Callback):
+    """Logs ``epoch_seconds`` (training part of the epoch), ``train_tokens_per_second`` and ``peak_rss_mb``."""
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._start, self._tokens = time.perf_counter(), 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._tokens += int(batch.tokens.mask.sum())
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        seconds = time.perf_counter() - self._start
+        pl_module.log_dict({"epoch_seconds": seconds, "train_tokens_per_second": self._tokens / seconds,
+                            "peak_rss_mb": peak_rss_mb()}, rank_zero_only=True)
