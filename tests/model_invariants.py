@@ -130,7 +130,8 @@ def assert_checkpoint_round_trip(
     original, reloaded = module.state_dict(), loaded.state_dict()
     assert list(reloaded) == list(original), f"state dict keys differ: {set(reloaded) ^ set(original)}"
     for name, tensor in original.items():
-        assert reloaded[name].shape == tensor.shape, f"{name}: shape {tuple(reloaded[name].shape)} != {tuple(tensor.shape)}"
+        assert reloaded[name].shape == tensor.shape, (
+            f"{name}: shape {tuple(reloaded[name].shape)} != {tuple(tensor.shape)}")
         assert torch.equal(reloaded[name], tensor), f"{name}: values differ after reloading"
     module.eval()
     loaded.eval()

@@ -3,6 +3,7 @@ import random
 import socket
 import tempfile
 import warnings
+from datetime import timedelta
 
 import pytest
 import torch
@@ -160,7 +161,8 @@ def _free_port():
 
 
 def _ddp_worker(rank, world_size, port, out_dir):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=60))  # a mismatched collective fails instead of hanging
     try:
         results = {}
         metric = EntityF1(IOB2)
@@ -183,6 +185,7 @@ def _ddp_worker(rank, world_size, port, out_dir):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_gathers_sentences_instead_of_averaging_f1():
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(_ddp_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)

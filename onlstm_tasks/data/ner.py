@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import lightning.pytorch as pl
@@ -16,6 +15,7 @@ from .batching import TokenBatch
 from .examples import DataFormatError, Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .readers import load_ner_splits
+from .readers._common import read_lines, split_fields
 from .sampler import BucketBatchSampler
 from .tags import convert_scheme, split_tag
 from .tokenize import tokenize
@@ -50,7 +50,7 @@ def split_long(example: Example, max_length: int) -> list[Example]:
             cut = end
             while cut > start + 1 and example.tags[cut].startswith("I-"):
                 cut -= 1
-            end = cut if cut > start + 1 else end
+            end = end if example.tags[cut].startswith("I-") else cut  # inside an entity only if unavoidable
         tags = None
         if example.tags is not None:
             tags = list(example.tags[start:end])
@@ -67,16 +67,14 @@ def split_long(example: Example, max_length: int) -> list[Example]:
 
 def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
     """One sentence per line: raw text (tokenised here, with character offsets) or space-separated tokens."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise DataFormatError(path, None, f"expected UTF-8 text ({err})") from err
+    # as the column readers: UTF-8 with an optional BOM, only \n ends a line, tokens split at spaces/tabs only
+    lines = read_lines(path, "one sentence per line")
     examples = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         if pretokenized:
-            words, offsets, pos = line.split(), [], 0
+            words, offsets, pos = split_fields(line), [], 0
             for w in words:
                 start = line.index(w, pos)
                 offsets.append((start, start + len(w)))
@@ -195,6 +193,12 @@ class NERDataModule(pl.LightningDataModule):
         if self._vocab is None:
             if self.hparams.vocab_from:
                 self._vocab = self._vocabularies_from_checkpoint(self.hparams.vocab_from)
+                # gold tags must be encoded in the scheme the checkpoint's labels were trained in
+                scheme = "iobes" if any(label[:2] in ("E-", "S-") for label in self._vocab[2]) else "iob2"
+                if scheme != self.hparams.tag_scheme:
+                    log.info("tag_scheme=%s from the labels of %s (not %s)", scheme, self.hparams.vocab_from,
+                             self.hparams.tag_scheme)
+                    self.hparams.tag_scheme = scheme
             else:
                 train = self.splits().get("train")
                 if not train:

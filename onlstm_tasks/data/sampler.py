@@ -49,7 +49,8 @@ class BucketBatchSampler:
         batches = self._all_batches()
         world, rank = self._world()
         if world > 1 and self.shuffle and batches and len(batches) % world:
-            batches += batches[: world - len(batches) % world]
+            # cyclic: with fewer batches than processes, batches[:k] alone would leave some processes without any
+            batches += [batches[i % len(batches)] for i in range(world - len(batches) % world)]
         return batches[rank::world]
 
     def __iter__(self) -> Iterator[list[int]]:
