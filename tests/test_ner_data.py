@@ -330,6 +330,7 @@ def test_vocab_from_iobes_checkpoint_encodes_gold_tags_in_its_labels_scheme(samp
     data = columns_data(SAMPLE, vocab_from=str(ckpt))  # tag_scheme left at its default
     assert any(label.startswith("S-") for label in data.labels)
     data.setup("test")
+    assert data.tag_scheme == "iobes"
     batch = data.test_dataloader().collate_fn(list(range(len(sample["test"]))))
     for b, (words, tags, _) in enumerate(sample["test"]):
         assert [data.labels[k] for k in batch.tags[b, : len(words)].tolist()] == to_iobes(tags)

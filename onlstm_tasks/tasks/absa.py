@@ -1,0 +1,127 @@
+"""``AspectSentimentClassifier``: embedder -> aspect head -> polarity, as a thin LightningModule."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from torch import nn
+from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
+
+from onlstm_tasks.classification_report import format_report
+from onlstm_tasks.embedders.base import TokenEmbedder
+from onlstm_tasks.embedders.word_char import WordCharEmbedder
+from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
+
+log = logging.getLogger(__name__)
+
+EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
+HeadFactory = Callable[[int], AspectHead]
+
+
+class AspectSentimentClassifier(pl.LightningModule):
+    """Polarity of one aspect term in a sentence.
+
+    Args:
+        word_vocab, char_vocab, labels: data facts linked from the data module (and kept in checkpoints).
+        embedder: builds the input layer from the vocabularies (default :class:`WordCharEmbedder`, no chars).
+        head: builds an aspect head from the embedder's output size (default :class:`AspectPoolingHead`);
+            TD / TC / attention / pooling heads live in ``onlstm_tasks.modules.aspect_heads``.
+        dropout: before the output layer.
+        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3).
+    """
+
+    def __init__(
+        self,
+        word_vocab: list[str],
+        char_vocab: list[str],
+        labels: list[str],
+        embedder: EmbedderFactory | None = None,
+        head: HeadFactory | None = None,
+        dropout: float = 0.5,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.labels = list(labels)
+        self.embedder = (embedder or default_embedder)(word_vocab, char_vocab)
+        self.head = (head or AspectPoolingHead)(self.embedder.output_size)
+        self.dropout = nn.Dropout(dropout)
+        self.classify = nn.Linear(self.head.output_size, len(labels))
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        n = len(labels)
+        self.metrics = nn.ModuleDict({
+            f"{stage}_{name}": metric
+            for stage in ("val", "test")
+            for name, metric in (("accuracy", MulticlassAccuracy(n, average="micro")),
+                                 ("macro_f1", MulticlassF1Score(n, average="macro")))
+        })
+        self.test_confusion = MulticlassConfusionMatrix(n)
+
+    def forward(self, batch) -> torch.Tensor:
+        """Class logits [B, C]."""
+        x = self.embedder(batch.tokens)
+        features = self.head(x, batch.tokens.mask, batch.aspect_mask)
+        return self.classify(self.dropout(features))
+
+    def training_step(self, batch, batch_idx):
+        loss = F.cross_entropy(self(batch), batch.labels)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
+        return loss
+
+    def _evaluate(self, batch, stage: str) -> torch.Tensor:
+        logits = self(batch)
+        self.log(f"{stage}_loss", F.cross_entropy(logits, batch.labels), sync_dist=True, batch_size=len(batch.index))
+        predicted = logits.argmax(-1)
+        for name in ("accuracy", "macro_f1"):
+            metric = self.metrics[f"{stage}_{name}"]
+            metric.update(predicted, batch.labels)
+            self.log(f"{stage}_{name}", metric, prog_bar=name == "accuracy", batch_size=len(batch.index))
+        return predicted
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self.test_confusion.update(self._evaluate(batch, "test"), batch.labels)
+
+    def on_test_epoch_end(self) -> None:
+        report = format_report(self.test_confusion.compute(), self.labels)  # summed over every process
+        self.test_confusion.reset()
+        log_dir = self.trainer.log_dir  # a collective under DDP: every process must ask
+        if self.trainer.is_global_zero:
+            print(f"\nPer-class report:\n{report}")
+            if log_dir:
+                path = Path(log_dir) / "test_report.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(report)
+
+    def predict_step(self, batch, batch_idx):
+        probabilities = torch.softmax(self(batch), dim=-1)
+        rows = []
+        for row, index in enumerate(batch.index):
+            p = probabilities[row]
+            words = batch.tokens.words[row]
+            span = batch.aspect_mask[row].nonzero().flatten().tolist()
+            rows.append({"index": index, "aspect": " ".join(words[span[0]: span[-1] + 1]),
+                         "span": [span[0], span[-1] + 1], "polarity": self.labels[int(p.argmax())],
+                         "probabilities": {label: round(float(v), 6) for label, v in zip(self.labels, p)}})
+        return rows
+
+    def configure_optimizers(self):
+        factory = self.optimizer_factory or (lambda params: torch.optim.Adam(params, lr=1e-3))
+        optimizer = factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer),
+                                                         "monitor": "val_accuracy"}}
+
+
+def default_embedder(word_vocab: Sequence[str], char_vocab: Sequence[str]) -> TokenEmbedder:
+    return WordCharEmbedder(word_vocab, char_vocab, word_dim=300, char_encoder="none", dropout=0.5)
