@@ -95,10 +95,32 @@ def test_sentence_boundaries_are_kept():
     assert scores(metric)["f1"] == 1.0
 
 
+def random_sentences(count, seed=0):
+    rng = random.Random(seed)
+    return [([rng.choice(IOB2) for _ in range(n)], [rng.choice(IOB2) for _ in range(n)])
+            for n in [rng.randint(1, 9) for _ in range(count)]]
+
+
+def test_matches_seqeval_public_functions():
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    from seqeval.scheme import IOB2 as SEQEVAL_IOB2
+
+    sentences = random_sentences(60, seed=1)
+    y_true, y_pred = [g for g, _ in sentences], [p for _, p in sentences]
+    metric = EntityF1(IOB2)
+    metric.update(*encode(sentences, IOB2))
+    strict = {"mode": "strict", "scheme": SEQEVAL_IOB2}
+    expected = {
+        "precision": precision_score(y_true, y_pred), "recall": recall_score(y_true, y_pred),
+        "f1": f1_score(y_true, y_pred), "strict_precision": precision_score(y_true, y_pred, **strict),
+        "strict_recall": recall_score(y_true, y_pred, **strict), "strict_f1": f1_score(y_true, y_pred, **strict),
+    }
+    assert scores(metric) == rounded(expected)
+    assert expected["f1"] != expected["strict_f1"]
+
+
 def test_order_of_updates_does_not_change_the_result():
-    rng = random.Random(0)
-    sentences = [([rng.choice(IOB2) for _ in range(n)], [rng.choice(IOB2) for _ in range(n)])
-                 for n in [rng.randint(1, 9) for _ in range(40)]]
+    sentences = random_sentences(40)
     results = []
     for seed in range(3):
         order = sentences[:]

@@ -55,6 +55,9 @@ class CRF(nn.Module):
     def constrained(self) -> bool:
         return self.labels is not None
 
+    def extra_repr(self) -> str:
+        return f"num_tags={self.num_tags}, scheme={self.scheme}"
+
     def nll(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood over the batch's sentences (a scalar).
 
