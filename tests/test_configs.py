@@ -26,3 +26,23 @@ def test_ontonotes_pair_differs_only_in_the_encoder():
     lstm = yaml.safe_load((configs_dir / "ner/ontonotes_lstm_crf.yaml").read_text())
     assert onlstm["model"]["init_args"].pop("encoder") != lstm["model"]["init_args"].pop("encoder")
     assert onlstm == lstm
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / name).read_text())
+
+
+@pytest.mark.parametrize("domain", ["restaurants", "laptops"])
+@pytest.mark.parametrize("head", ["td", "attention"])
+def test_absa_encoder_pairs_differ_only_in_the_encoder(domain, head):
+    a, b = _load(f"absa/semeval14_{domain}_onlstm_{head}.yaml"), _load(f"absa/semeval14_{domain}_lstm_{head}.yaml")
+    assert a["model"]["init_args"]["head"]["init_args"].pop("encoder") != \
+        b["model"]["init_args"]["head"]["init_args"].pop("encoder")
+    assert a == b
+
+
+@pytest.mark.parametrize("domain", ["restaurants", "laptops"])
+def test_absa_head_pairs_differ_only_in_the_head_class(domain):
+    a, b = _load(f"absa/semeval14_{domain}_onlstm_td.yaml"), _load(f"absa/semeval14_{domain}_onlstm_attention.yaml")
+    assert a["model"]["init_args"]["head"].pop("class_path") != b["model"]["init_args"]["head"].pop("class_path")
+    assert a == b

@@ -12,11 +12,11 @@ import torch
 from torch.utils.data import DataLoader
 
 from .batching import TokenBatch
+from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
 from .examples import DataFormatError, Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .readers import load_ner_splits
 from .readers._common import read_lines, split_fields
-from .sampler import BucketBatchSampler
 from .tags import convert_scheme, split_tag
 from .tokenize import tokenize
 from .vocab import Vocabulary
@@ -168,11 +168,10 @@ class NERDataModule(pl.LightningDataModule):
         return self._splits
 
     def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
-        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(self.hparams.seed)).tolist()
-        n_val = max(1, int(len(train) * self.hparams.validation_ratio))
-        log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val, len(train),
-                 self.hparams.seed)
-        return [train[i] for i in sorted(order[n_val:])], [train[i] for i in sorted(order[:n_val])]
+        train, validation, n_val = carve_validation(train, self.hparams.validation_ratio, self.hparams.seed)
+        log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val,
+                 len(train) + n_val, self.hparams.seed)
+        return train, validation
 
     def _limit_length(self, split: str, examples: list[Example]) -> list[Example]:
         limit, out, long = self.hparams.max_length, [], 0
@@ -213,13 +212,7 @@ class NERDataModule(pl.LightningDataModule):
 
     @staticmethod
     def _vocabularies_from_checkpoint(path: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
-        hparams = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
-        missing = [k for k in ("word_vocab", "char_vocab", "labels") if k not in hparams]
-        if missing:
-            raise ValueError(f"{path}: checkpoint hyper-parameters lack {missing}; not an NERTagger checkpoint?")
-        # the stored lists already start with the special tokens
-        return (Vocabulary(hparams["word_vocab"][2:]), Vocabulary(hparams["char_vocab"][2:]),
-                list(hparams["labels"]))
+        return vocabularies_from_checkpoint(path, "an NERTagger")
 
     # ---- encoding and loaders -----------------------------------------------------------------------------
     def examples(self, split: str) -> list[Example]:
@@ -276,10 +269,8 @@ class NERDataModule(pl.LightningDataModule):
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         items = self._encode(split)
         size = self.hparams.batch_size if shuffle else self.hparams.eval_batch_size
-        sampler = BucketBatchSampler([len(w) for w, *_ in items], size, shuffle=shuffle, seed=self.hparams.seed)
-        # the batch sampler yields index lists; the dataset is just the index itself
-        return DataLoader(range(len(items)), batch_sampler=sampler, collate_fn=self._collate(split),
-                          num_workers=self.hparams.num_workers)
+        return bucket_loader([len(w) for w, *_ in items], size, shuffle, self.hparams.seed, self._collate(split),
+                             self.hparams.num_workers)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = r"(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Ltd|Co|Corp|vs|etc|No|Gen|Gov|Sen|Rep)\."
-# initialisms ("U.S."), known abbreviations, words and numbers with inner hyphens, apostrophes, periods or
-# commas ("e-mail", "don't", "3.5", "1,000"), or any single other symbol
-_TOKEN = re.compile(rf"(?:[A-Za-z]\.){{2,}}|\b{_ABBREVIATIONS}|\w+(?:[-'’.,]\w+)*|[^\w\s]")
+# initialisms ("U.S."), known abbreviations, numbers with inner periods or commas ("3.5", "1,000"), words with
+# inner apostrophes ("don't"), or any single other symbol; hyphens split words ("well - built"), as in OntoNotes,
+# so that an aspect term inside a hyphenated compound gets its own token
+_TOKEN = re.compile(rf"(?:[A-Za-z]\.){{2,}}|\b{_ABBREVIATIONS}|\d+(?:[.,]\d+)+|\w+(?:['’]\w+)*|[^\w\s]")
 
 
 def tokenize(text: str) -> tuple[list[str], list[tuple[int, int]]]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
-import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,16 @@ from onlstm_tasks.data.readers.conll2012 import read_conll2012
 from onlstm_tasks.data.readers.conllx import read_conllx
 from onlstm_tasks.data.readers.ontonotes import read_ontonotes_rows
 from onlstm_tasks.data.readers.tokens import read_token_rows
+from onlstm_tasks.data.split_files import (
+    DataFiles,
+    add_split,
+    check_hub_id,
+    files_under,
+    flat,
+    normalise_split,
+    ordered,
+    split_paths,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +39,7 @@ READERS: dict[str, Reader] = {
 }
 DATASET_FORMATS = ("ontonotes", "tokens")
 FILE_FORMATS = ("conll2012", "columns", "conllx")
-SPLIT_ALIASES = {
-    "train": "train", "training": "train",
-    "validation": "validation", "valid": "validation", "val": "validation", "dev": "validation",
-    "development": "validation", "devel": "validation", "testa": "validation",  # CoNLL-2003 eng.testa
-    "test": "test", "testb": "test",  # CoNLL-2003 eng.testb
-}
-_SPLIT_ORDER = ("train", "validation", "test")
 _DATASET_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl", ".csv")
-DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]
-
-
-def normalise_split(name: str) -> str:
-    """``dev``/``development``/``valid``/``testa`` -> ``validation``, ``testb`` -> ``test``; others unchanged."""
-    return SPLIT_ALIASES.get(name.lower(), name)
 
 
 def file_format(path: Path) -> str:
@@ -82,34 +77,13 @@ def load_ner_splits(
     return _file_splits(path, data_dir, data_files, format, reader_options)
 
 
-def _ordered(splits: dict[str, list[Example]]) -> dict[str, list[Example]]:
-    rank = {s: i for i, s in enumerate(_SPLIT_ORDER)}
-    return dict(sorted(splits.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
-
-
-def _add_split(out: dict, split: str, examples: list[Example]) -> None:
-    key = normalise_split(split)
-    if key in out:
-        raise ValueError(f"two splits normalise to {key!r}; give them distinct names")
-    out[key] = examples
-
-
-def _flat(data_files: DataFiles) -> list[str]:
-    if isinstance(data_files, Mapping):
-        return [v for value in data_files.values() for v in _flat(value)]
-    if isinstance(data_files, (str, os.PathLike)):
-        return [os.fspath(data_files)]
-    return [os.fspath(v) for v in data_files]
-
-
 def _is_dataset(path: str, data_dir: str | None, data_files: DataFiles | None) -> bool:
     """A hub id or a folder of parquet/arrow/json/csv files (as opposed to raw NER text files)."""
     if data_files is not None:
-        return any(str(f).lower().endswith(_DATASET_SUFFIXES) for f in _flat(data_files))
+        return any(str(f).lower().endswith(_DATASET_SUFFIXES) for f in flat(data_files))
     local = Path(path)
     if not local.exists():
-        if path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path:
-            raise FileNotFoundError(f"{path}: no such file or directory (and not a hub dataset id)")
+        check_hub_id(path)
         return True  # "owner/name" on the hub
     base = local / data_dir if data_dir and local.is_dir() else local
     if base.is_file():
@@ -126,22 +100,12 @@ def _dataset_splits(path, name, data_dir, data_files, revision, format, reader_o
     for split, dataset in loaded.items():
         fmt = format if format != "auto" else ("ontonotes" if "sentences" in dataset.column_names else "tokens")
         examples, _ = READERS[fmt](dataset, source=f"{label}:{split}", **reader_options)
-        _add_split(out, split, examples)
-    return _ordered(out)
+        add_split(out, split, examples)
+    return ordered(out)
 
 
 def _file_splits(path, data_dir, data_files, format, reader_options) -> dict[str, list[Example]]:
-    base = Path(path) / data_dir if data_dir else Path(path)
-    strict: dict[str, bool] = {}
-    if data_files is None:
-        splits = _discover(base)
-    else:
-        if not isinstance(data_files, Mapping):
-            data_files = {"train": data_files}
-        root = base if base.is_dir() else Path(".")
-        splits = {split: [p for pattern in _flat(value) for p in _expand(pattern, root)]
-                  for split, value in data_files.items()}
-        strict = {split: not any(glob.has_magic(p) for p in _flat(value)) for split, value in data_files.items()}
+    splits, strict = split_paths(Path(path) / data_dir if data_dir else Path(path), data_files)
     out: dict[str, list[Example]] = {}
     for split, paths in splits.items():
         fmt, inputs = _select(paths, format, strict.get(split, False) and not any(p.is_dir() for p in paths))
@@ -153,54 +117,8 @@ def _file_splits(path, data_dir, data_files, format, reader_options) -> dict[str
             total.update(stats)
         logger.info("split %s: %d sentences from %d %s input(s) %s", normalise_split(split), len(examples),
                     len(inputs), fmt, dict(total))
-        _add_split(out, split, examples)
-    return _ordered(out)
-
-
-def _expand(pattern: str, root: Path) -> list[Path]:
-    """A file, directory or glob (relative to ``root`` unless absolute) -> existing paths, sorted."""
-    full = pattern if os.path.isabs(pattern) else str(root / pattern)
-    if glob.has_magic(pattern):
-        matches = sorted(Path(p) for p in glob.glob(full, recursive=True))
-        if not matches:
-            raise FileNotFoundError(f"{full}: the pattern matches no file")
-        return matches
-    if not Path(full).exists():
-        raise FileNotFoundError(f"{full}: no such file or directory")
-    return [Path(full)]
-
-
-def _split_of(name: str) -> str | None:
-    found = {SPLIT_ALIASES[t] for t in re.split(r"[^a-z0-9]+", name.lower()) if t in SPLIT_ALIASES}
-    return found.pop() if len(found) == 1 else None
-
-
-def _discover(base: Path) -> dict[str, list[Path]]:
-    """Children of ``base`` named after a split (``train.txt``, ``dev/``, ``en_ewt-uner-test.conllx``, ...)."""
-    if base.is_file():
-        return {_split_of(base.name) or "train": [base]}
-    if not base.is_dir():
-        raise FileNotFoundError(f"{base}: no such file or directory")
-    splits: dict[str, list[Path]] = {}
-    for child in sorted(base.iterdir()):
-        split = None if child.name.startswith(".") else _split_of(child.name)
-        if split is not None:
-            splits.setdefault(split, []).append(child)
-    if not splits:
-        raise FileNotFoundError(f"{base}: no file or folder named after a split (train, validation/dev, test); "
-                                "pass data_files={split: path}")
-    return splits
-
-
-def _files_under(paths: list[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out += sorted(f for f in p.rglob("*")
-                          if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
-        else:
-            out.append(p)
-    return out
+        add_split(out, split, examples)
+    return ordered(out)
 
 
 def _select(paths: list[Path], format: str, strict: bool) -> tuple[str, list[Path]]:
@@ -210,7 +128,7 @@ def _select(paths: list[Path], format: str, strict: bool) -> tuple[str, list[Pat
     files of another format in the split are ignored and logged. With ``strict`` (files listed one by one
     in ``data_files``) they must all share one format.
     """
-    files = _files_under(paths)
+    files = files_under(paths)
     if format == "auto":
         present = {file_format(f) for f in files}
         if strict and len(present) > 1:

@@ -1,0 +1,264 @@
+"""``AspectSentimentDataModule``: any supported aspect-sentiment source -> vocabularies -> padded aspect batches."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader
+
+from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
+from .absa_readers.aspects import AspectCollector
+from .batching import TokenBatch
+from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
+from .examples import DataFormatError, Example
+from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .readers._common import read_lines
+from .vocab import Vocabulary
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_LABEL = -100  # label id of prediction inputs (the ``ignore_index`` of ``cross_entropy``)
+
+
+@dataclass
+class AspectBatch:
+    tokens: TokenBatch
+    aspect_mask: torch.Tensor  # [B, T] bool, True on the aspect term's tokens (always inside tokens.mask)
+    labels: torch.Tensor  # [B] long class ids (indices into the data module's ``labels``); -100 when unknown
+    index: list[int]  # positions of the batch's examples in their split
+    heads: torch.Tensor | None = None  # [B, T] long gold heads when the format has them (none does yet)
+
+
+def read_aspect_prediction_file(path: str) -> list[Example]:
+    """JSON lines ``{"text": ..., "aspect": ...}``, the aspect located by an optional ``"ordinal"``
+    (0-based occurrence in the text, default 0) or by ``"from"``/``"to"`` character offsets (checked
+    against the aspect). Texts are tokenised as in training; ``line`` is the 1-based line number."""
+    lines = read_lines(path, 'JSON lines {"text": ..., "aspect": ...}')
+    collector = AspectCollector(path, keep_conflict=True)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, number, f"expected a JSON object, found invalid JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise DataFormatError(path, number, f"expected a JSON object, found {type(row).__name__}")
+        text, term = row.get("text"), row.get("aspect")
+        for key, value in (("text", text), ("aspect", term)):
+            if not isinstance(value, str) or not value.strip():
+                raise DataFormatError(path, number, f'expected a non-empty string "{key}", found {value!r}')
+        collector.stats["sentences"] += 1
+        start = _locate(row, text, term, path, number)
+        collector.add(text, start, start + len(term), None, number, str(number))
+    if not collector.examples:
+        raise DataFormatError(path, None, 'expected at least one line {"text": ..., "aspect": ...}')
+    return collector.examples
+
+
+def _locate(row: dict, text: str, term: str, path: str, number: int) -> int:
+    """Start character of the aspect in the text, from ``from``/``to`` or ``ordinal``."""
+    if "from" in row or "to" in row:
+        if "ordinal" in row:
+            raise DataFormatError(path, number, 'expected either "ordinal" or "from"/"to", found both')
+        start, end = row.get("from"), row.get("to")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise DataFormatError(path, number, f'expected integer "from" and "to", found {start!r} and {end!r}')
+        if text[start:end] != term or not 0 <= start < end <= len(text):
+            raise DataFormatError(path, number, f"offsets from={start} to={end} give {text[start:end]!r} but the "
+                                  f"aspect is {term!r}")
+        return start
+    ordinal = row.get("ordinal", 0)
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+        raise DataFormatError(path, number, f'expected "ordinal" to be a 0-based occurrence number, found {ordinal!r}')
+    start = nth_occurrence(text, term, ordinal)
+    if start is None:
+        raise DataFormatError(path, number, f"expected occurrence {ordinal} (0-based) of the aspect {term!r} in the "
+                              f"text, but it occurs {text.count(term)} time(s)")
+    return start
+
+
+def sentence_key(example: Example) -> tuple[str, str | int]:
+    """Which sentence an aspect belongs to (its aspects stay together when a validation split is carved)."""
+    return example.source, example.sentence_id if example.sentence_id is not None else example.line
+
+
+class AspectSentimentDataModule(pl.LightningDataModule):
+    """Aspect sentiment data from the hub, a local dataset folder, SemEval XML or ``.seg`` files; one example
+    per aspect term. Arguments mirror ``datasets.load_dataset`` and :class:`~onlstm_tasks.data.ner.NERDataModule`.
+
+    Args:
+        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (hub name or local
+            directory; for raw files ``data_files`` maps split -> file, directory or glob).
+        format: reader: ``auto``, ``setfit`` (the ``tomaarsen/setfit-absa-semeval-*`` schema), ``semeval_xml``
+            or ``seg``.
+        reader_options: extra reader arguments (e.g. ``{text_column: sentence}`` for ``setfit``).
+        keep_conflict: keep the ``conflict`` class (dropped by default, as is usual for SemEval-2014; counted
+            and logged by the readers).
+        validation_ratio, seed: when the source has no validation split, this fraction of the training
+            sentences (all aspects of a sentence together) is held out with this seed, so checkpoints are
+            never selected on test.
+        min_freq, lowercase, normalize_digits, max_word_length: vocabulary and character options.
+        vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
+            fills it in for validate/test/predict with ``--ckpt_path``).
+        predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
+    """
+
+    def __init__(
+        self,
+        path: str | None = "tomaarsen/setfit-absa-semeval-restaurants",
+        name: str | None = None,
+        data_dir: str | None = None,
+        data_files: dict[str, Any] | str | None = None,
+        revision: str | None = None,
+        format: str = "auto",
+        reader_options: dict[str, Any] | None = None,
+        keep_conflict: bool = False,
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        min_freq: int = 1,
+        lowercase: bool = False,
+        normalize_digits: bool = True,
+        max_word_length: int = 30,
+        validation_ratio: float = 0.1,
+        vocab_from: str | None = None,
+        predict_file: str | None = None,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.normalizer = WordNormalizer(lowercase, normalize_digits)
+        self._splits: dict[str, list[Example]] | None = None
+        self._vocab: tuple[Vocabulary, Vocabulary, list[str]] | None = None
+        self._encoded: dict[str, list[tuple]] = {}
+        self._predict_examples: list[Example] | None = None
+
+    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
+    @property
+    def word_vocab(self) -> list[str]:
+        return self._vocabularies()[0].itos
+
+    @property
+    def char_vocab(self) -> list[str]:
+        return self._vocabularies()[1].itos
+
+    @property
+    def labels(self) -> list[str]:
+        """The class names, sorted (e.g. ``["negative", "neutral", "positive"]``)."""
+        return self._vocabularies()[2]
+
+    # ---- loading ------------------------------------------------------------------------------------------
+    def splits(self) -> dict[str, list[Example]]:
+        if self._splits is None:
+            h = self.hparams
+            if h.path is None:
+                self._splits = {}
+                return self._splits
+            options = {**(h.reader_options or {}), "keep_conflict": h.keep_conflict}
+            raw = load_absa_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                                   revision=h.revision, format=h.format, **options)
+            if "validation" not in raw and "train" in raw:
+                raw["train"], raw["validation"] = self._carve_validation(raw["train"])
+            self._splits = raw
+        return self._splits
+
+    def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
+        h = self.hparams
+        rest, validation, n_held = carve_validation(train, h.validation_ratio, h.seed, group=sentence_key)
+        log.info("no validation split: %d of %d training sentences (%d of %d aspects) held out (seed %d)", n_held,
+                 len({sentence_key(ex) for ex in train}), len(validation), len(train), h.seed)
+        return rest, validation
+
+    def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        if self._vocab is None:
+            if self.hparams.vocab_from:
+                vocab = vocabularies_from_checkpoint(self.hparams.vocab_from, "an aspect-sentiment")
+                if not vocab[2] or not set(vocab[2]) <= set(POLARITIES):
+                    raise ValueError(f"{self.hparams.vocab_from}: the checkpoint's labels {vocab[2][:6]} are not "
+                                     f"polarities {list(POLARITIES)}; not an aspect-sentiment checkpoint?")
+                self._vocab = vocab
+            else:
+                train = self.splits().get("train")
+                if not train:
+                    raise ValueError("no training split found: vocabularies need one (or set vocab_from to a "
+                                     "checkpoint)")
+                words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+                self._vocab = (words, chars, sorted({ex.label for ex in train}))
+                log.info("vocabularies from %d training aspects: %d words, %d characters, labels %s", len(train),
+                         len(words), len(chars), self._vocab[2])
+        return self._vocab
+
+    # ---- encoding and loaders -----------------------------------------------------------------------------
+    def examples(self, split: str) -> list[Example]:
+        if split == "predict":
+            if not self.hparams.predict_file:
+                raise ValueError('predict needs data.predict_file (JSON lines {"text": ..., "aspect": ...})')
+            if self._predict_examples is None:
+                self._predict_examples = read_aspect_prediction_file(self.hparams.predict_file)
+            return self._predict_examples
+        exs = self.splits().get(split)
+        if exs is None:
+            raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
+        return exs
+
+    def _encode(self, split: str) -> list[tuple]:
+        if split not in self._encoded:
+            words, chars, labels = self._vocabularies()
+            encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
+            label_index = {label: i for i, label in enumerate(labels)}
+            items = []
+            for ex in self.examples(split):
+                word_ids, char_ids = encoder.encode(ex.words)
+                label_id = UNKNOWN_LABEL
+                if split != "predict":
+                    if ex.label not in label_index:
+                        raise DataFormatError(ex.source, ex.line, f"label {ex.label!r} in the {split} split never "
+                                              f"occurs in training (known: {labels})")
+                    label_id = label_index[ex.label]
+                items.append((word_ids, char_ids, ex.words, ex.aspect, label_id))
+            self._encoded[split] = items
+        return self._encoded[split]
+
+    def setup(self, stage: str | None = None) -> None:
+        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
+                  "predict": ("predict",)}.get(stage, ("train", "validation", "test"))
+        for split in wanted:
+            self._encode(split)
+
+    def _collate(self, split: str):
+        items = self._encode(split)
+
+        def collate(indices: list[int]) -> AspectBatch:
+            chosen = [items[i] for i in indices]
+            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen])
+            aspect_mask = torch.zeros_like(tokens.mask)
+            for b, (*_, (start, end), _) in enumerate(chosen):
+                aspect_mask[b, start:end] = True
+            labels = torch.tensor([label for *_, label in chosen], dtype=torch.long)
+            return AspectBatch(tokens=tokens, aspect_mask=aspect_mask, labels=labels, index=list(indices))
+
+        return collate
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        items = self._encode(split)
+        size = self.hparams.batch_size if shuffle else self.hparams.eval_batch_size
+        return bucket_loader([len(w) for w, *_ in items], size, shuffle, self.hparams.seed, self._collate(split),
+                             self.hparams.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", shuffle=False)

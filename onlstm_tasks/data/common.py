@@ -1,0 +1,58 @@
+"""Building blocks shared by the task data modules (NER, aspect sentiment): carving a validation split,
+vocabularies from a checkpoint, and length-bucketed loaders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+import torch
+from torch.utils.data import DataLoader
+
+from .sampler import BucketBatchSampler
+from .vocab import Vocabulary
+
+T = TypeVar("T")
+
+
+def carve_validation(
+    examples: Sequence[T], ratio: float, seed: int, group: Callable[[T], Hashable] | None = None
+) -> tuple[list[T], list[T], int]:
+    """Holds out ``max(1, int(ratio * n))`` of ``n`` units chosen by a seeded permutation (the same every run).
+
+    A unit is one example, or with ``group`` all examples sharing a key (e.g. the aspects of one sentence,
+    which must not straddle train and validation). Both parts keep the input order. Returns
+    ``(train, validation, number of units held out)``.
+    """
+    keys = [group(ex) for ex in examples] if group is not None else list(range(len(examples)))
+    units = list(dict.fromkeys(keys))  # distinct keys, first-seen order
+    order = torch.randperm(len(units), generator=torch.Generator().manual_seed(seed)).tolist()
+    n_held = max(1, int(len(units) * ratio))
+    held = {units[i] for i in order[:n_held]}
+    train = [ex for ex, key in zip(examples, keys) if key not in held]
+    validation = [ex for ex, key in zip(examples, keys) if key in held]
+    return train, validation, n_held
+
+
+def vocabularies_from_checkpoint(path: str, model: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
+    """The word and character vocabularies and the labels saved in a checkpoint's hyper-parameters.
+
+    ``model`` names the expected kind of model (with its article, e.g. "an NERTagger") in the error raised
+    when they are missing.
+    """
+    hparams = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
+    missing = [k for k in ("word_vocab", "char_vocab", "labels") if k not in hparams]
+    if missing:
+        raise ValueError(f"{path}: checkpoint hyper-parameters lack {missing}; not {model} checkpoint?")
+    # the stored lists already start with the special tokens
+    return (Vocabulary(hparams["word_vocab"][2:]), Vocabulary(hparams["char_vocab"][2:]), list(hparams["labels"]))
+
+
+def bucket_loader(
+    lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
+    num_workers: int = 0,
+) -> DataLoader:
+    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together)."""
+    sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed)
+    # the batch sampler yields index lists; the dataset is just the index itself
+    return DataLoader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers)
