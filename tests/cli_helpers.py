@@ -49,6 +49,7 @@ def tiny_ner_config(tmp_path: Path, data: dict | None = None, encoder: dict | No
                                   "format": "columns", "reader_options": {"scheme": "iob2"}, "batch_size": 16},
         },
     }
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -71,3 +72,25 @@ def last_metrics(log_root: Path) -> dict[str, float]:
         for row in csv.DictReader(f):
             values.update({k: float(v) for k, v in row.items() if v not in ("", None)})
     return values
+
+
+def tiny_absa_config(tmp_path: Path, data: dict, head: str = "TargetDependentHead", **trainer) -> Path:
+    """A small aspect-sentiment config writing everything under ``tmp_path``; returns its path."""
+    path = tiny_ner_config(tmp_path, **trainer)
+    config = yaml.safe_load(path.read_text())
+    config["trainer"]["callbacks"][0]["init_args"]["monitor"] = "val_accuracy"
+    config["model"] = {
+        "class_path": "onlstm_tasks.tasks.absa.AspectSentimentClassifier",
+        "init_args": {
+            "embedder": {"class_path": "onlstm_tasks.embedders.word_char.WordCharEmbedder",
+                         "init_args": {"word_dim": 16, "char_encoder": "none", "dropout": 0.1}},
+            "head": {"class_path": f"onlstm_tasks.modules.aspect_heads.{head}",
+                     "init_args": {"encoder": {"class_path": "onlstm_tasks.encoders.ONLSTM",
+                                               "init_args": {"hidden_size": 16, "chunk_size": 4}}}},
+            "optimizer": {"class_path": "torch.optim.Adam", "init_args": {"lr": 0.01}},
+        },
+    }
+    config["data"] = {"class_path": "onlstm_tasks.data.absa.AspectSentimentDataModule",
+                      "init_args": {"batch_size": 8, **data}}
+    path.write_text(yaml.safe_dump(config))
+    return path

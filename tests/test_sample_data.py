@@ -56,10 +56,10 @@ def sample() -> dict[str, list[list[tuple[str, str]]]]:
 
 
 def test_sample_path() -> None:
-    assert "ner" in available()
+    assert {"absa", "ner"} <= set(available())
     assert sorted(p.name for p in sample_path("ner").glob("*.txt")) == ["test.txt", "train.txt", "validation.txt"]
     for bad in ("nope", "", "__pycache__", "../sample_data"):
-        with pytest.raises(ValueError, match="available: ner"):
+        with pytest.raises(ValueError, match="available: absa, ner"):
             sample_path(bad)
 
 

@@ -1,0 +1,76 @@
+"""Aspect sentiment through the CLI: fit/test/predict, DDP metrics, and the shared laptops kit in two formats."""
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from cli_helpers import last_metrics, run_cli, tiny_absa_config
+from onlstm_tasks.cli import main
+from onlstm_tasks.data.absa import AspectSentimentDataModule
+from onlstm_tasks.sample_data import sample_path
+from shared_data import SHARED_DATA, requires_shared_data
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "absa"
+
+
+@pytest.fixture(autouse=True)
+def _plain_argv(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+
+
+@pytest.mark.parametrize("head", ["TargetDependentHead", "TargetConnectionHead", "AspectAttentionHead",
+                                  "AspectPoolingHead"])
+def test_fit_test_predict_with_every_head(tmp_path, capsys, head):
+    config = tiny_absa_config(tmp_path, {"path": str(sample_path("absa"))}, head=head)
+    main(["fit", "--config", str(config), "--test_after_fit", "true"])
+    metrics = last_metrics(tmp_path / "logs")
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0 and 0.0 <= metrics["test_macro_f1"] <= 1.0
+    assert "macro avg" in capsys.readouterr().out
+
+    best = tmp_path / "ckpt" / "best.ckpt"
+    main(["predict", "--config", str(config), "--ckpt_path", str(best), "--data.init_args.path", "null",
+          "--data.init_args.predict_file", str(FIXTURES / "predict.jsonl")])
+    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    inputs = [json.loads(line) for line in (FIXTURES / "predict.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["text"] for r in rows] == [i["text"] for i in inputs]
+    labels = torch.load(best, weights_only=True)["hyper_parameters"]["labels"]
+    for row in rows:
+        assert row["polarity"] in labels and set(row["probabilities"]) == set(labels)
+        assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
+        assert row["aspect"].replace(" ", "") in row["text"].replace(" ", "")
+
+
+@pytest.mark.slow
+def test_ddp_two_processes_give_the_same_test_scores_as_one(tmp_path):
+    config = tiny_absa_config(tmp_path, {"path": str(sample_path("absa"))})
+    assert run_cli("fit", "--config", str(config)).returncode == 0
+    scores = {}
+    for devices, strategy in ((1, "auto"), (2, "ddp")):
+        root = tmp_path / f"test_{devices}"
+        proc = run_cli("test", "--config", str(config), "--ckpt_path", str(tmp_path / "ckpt" / "best.ckpt"),
+                       "--trainer.devices", str(devices), "--trainer.strategy", strategy,
+                       "--trainer.logger.init_args.save_dir", str(root), "--data.init_args.eval_batch_size", "9")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        scores[devices] = last_metrics(root)
+    for key in ("test_accuracy", "test_macro_f1"):
+        assert scores[2][key] == pytest.approx(scores[1][key], abs=1e-6), key
+
+
+@requires_shared_data
+@pytest.mark.slow
+def test_laptops_kit_from_parquet_and_xml(tmp_path):
+    sources = {"parquet": str(SHARED_DATA / "setfit-absa-semeval-laptops"),
+               "xml": str(SHARED_DATA / "semeval2014_laptops")}
+    counts = {}
+    for name, path in sources.items():
+        dm = AspectSentimentDataModule(path=path)
+        counts[name] = {split: Counter(e.label for e in dm.splits()[split]) for split in ("train", "test")}
+        config = tiny_absa_config(tmp_path / name, {"path": path, "batch_size": 32}, limit_val_batches=2)
+        main(["fit", "--config", str(config), "--test_after_fit", "true", "--trainer.limit_test_batches", "2"])
+        assert 0.0 <= last_metrics(tmp_path / name / "logs")["test_accuracy"] <= 1.0
+    assert counts["parquet"] == counts["xml"]
+    assert counts["xml"]["test"] == {"positive": 341, "negative": 128, "neutral": 169}
