@@ -58,6 +58,9 @@ class TargetDependentHead(AspectHead):
         super().__init__()
         factory = encoder or default_encoder
         self.left, self.right = factory(self.encoder_input(input_size)), factory(self.encoder_input(input_size))
+        if getattr(self.left, "bidirectional", False):
+            raise ValueError(f"{type(self).__name__} reads each context in one direction: give it a "
+                             "unidirectional encoder (bidirectional=false)")
         self.output_size = self.left.output_size + self.right.output_size
 
     def encoder_input(self, input_size: int) -> int:
