@@ -46,3 +46,26 @@ def test_absa_head_pairs_differ_only_in_the_head_class(domain):
     a, b = _load(f"absa/semeval14_{domain}_onlstm_td.yaml"), _load(f"absa/semeval14_{domain}_onlstm_attention.yaml")
     assert a["model"]["init_args"]["head"].pop("class_path") != b["model"]["init_args"]["head"].pop("class_path")
     assert a == b
+
+
+def _without_tree_source(config: dict, *path: str) -> tuple[str, dict]:
+    block = config["model"]["init_args"]
+    for key in path:
+        block = block[key]["init_args"]
+    return block.pop("tree_source"), config
+
+
+def test_dependency_guided_ner_configs_differ_only_in_the_tree_source():
+    configs = {s: _load(f"ner/uner_onlstm_crf_dg_{s}.yaml") for s in ("none", "induced", "gold")}
+    stripped = {s: _without_tree_source(c, "encoder") for s, c in configs.items()}
+    assert {s: source for s, (source, _) in stripped.items()} == {"none": "none", "induced": "induced", "gold": "gold"}
+    assert stripped["none"][1] == stripped["induced"][1] == stripped["gold"][1]
+
+
+def test_tree_aware_absa_configs_differ_only_in_the_tree_source_and_gold_parses():
+    configs = {s: _load(f"absa/semeval14_laptops_onlstm_tree_{s}.yaml") for s in ("none", "induced", "gold")}
+    stripped = {s: _without_tree_source(c, "head") for s, c in configs.items()}
+    assert {s: source for s, (source, _) in stripped.items()} == {"none": "none", "induced": "induced", "gold": "gold"}
+    assert stripped["gold"][1]["data"]["init_args"].pop("parses")
+    assert "parses" not in stripped["none"][1]["data"]["init_args"]
+    assert stripped["none"][1] == stripped["induced"][1] == stripped["gold"][1]

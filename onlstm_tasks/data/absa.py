@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
+
+from onlstm_tasks.trees.gold import ParsedSentence, example_heads_from_parsed, parsed_by_text, read_depparsed_json
+from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
@@ -31,7 +35,8 @@ class AspectBatch:
     aspect_mask: torch.Tensor  # [B, T] bool, True on the aspect term's tokens (always inside tokens.mask)
     labels: torch.Tensor  # [B] long class ids (indices into the data module's ``labels``); -100 when unknown
     index: list[int]  # positions of the batch's examples in their split
-    heads: torch.Tensor | None = None  # [B, T] long gold heads when the format has them (none does yet)
+    heads: torch.Tensor | None = None  # [B, T] long gold heads (0-based, root and padding -> themselves) when the
+    #                                    data module has ``parses``; None otherwise
 
 
 def read_aspect_prediction_file(path: str) -> list[Example]:
@@ -107,6 +112,10 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
         predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
+        parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
+            output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
+            example's own words (:func:`~onlstm_tasks.trees.gold.example_heads_from_parsed`). A train, validation
+            or test sentence without a parse is an error; prediction inputs without one get no heads.
     """
 
     def __init__(
@@ -128,6 +137,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         validation_ratio: float = 0.1,
         vocab_from: str | None = None,
         predict_file: str | None = None,
+        parses: str | None = None,
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
@@ -138,6 +148,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         self._vocab: tuple[Vocabulary, Vocabulary, list[str]] | None = None
         self._encoded: dict[str, list[tuple]] = {}
         self._predict_examples: list[Example] | None = None
+        self._parses: dict[str, ParsedSentence] | None = None
 
     # ---- data facts, linked to the model by the CLI -----------------------------------------------------
     @property
@@ -194,6 +205,48 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                          len(words), len(chars), self._vocab[2])
         return self._vocab
 
+    def parses(self) -> dict[str, ParsedSentence] | None:
+        """The parsed sentences of ``parses`` keyed by stripped text (None without ``parses``)."""
+        if self._parses is None and self.hparams.parses:
+            path = Path(self.hparams.parses)
+            files = [path]
+            if path.is_dir():
+                files = sorted(path.glob("*_depparsed.json")) or sorted(path.glob("*.json"))
+            if not files or not files[0].exists():
+                raise FileNotFoundError(f"data.parses: no *_depparsed.json file at {path}")
+            self._parses = {}
+            for file in files:
+                for text, parsed in parsed_by_text(read_depparsed_json(file)).items():
+                    self._parses.setdefault(text, parsed)
+            log.info("gold trees of %d sentences from %s", len(self._parses), ", ".join(str(f) for f in files))
+        return self._parses
+
+    def _gold_heads(self, split: str, examples: list[Example]) -> list[list[int] | None]:
+        """One tree (list form) per example from ``parses``, or Nones (no ``parses``, or prediction inputs of
+        which some have no parse)."""
+        index = self.parses()
+        if index is None:
+            return [None] * len(examples)
+        found = [index.get(ex.text.strip()) if ex.text is not None else None for ex in examples]
+        missing = [ex for ex, parsed in zip(examples, found) if parsed is None]
+        if missing and split == "predict":
+            log.info("predict: %d of %d inputs have no parse in %s, so batches carry no gold heads", len(missing),
+                     len(examples), self.hparams.parses)
+            return [None] * len(examples)
+        if missing:
+            ex = missing[0]
+            raise DataFormatError(ex.source, ex.line, f"no parse of this sentence in data.parses "
+                                  f"({self.hparams.parses}): {ex.text!r} ({len(missing)} of {len(examples)} "
+                                  f"{split} examples have none)")
+        trees: dict[tuple, list[int]] = {}  # the aspects of one sentence share its tree
+        out = []
+        for ex, parsed in zip(examples, found):
+            key = (ex.text, ex.words)
+            if key not in trees:
+                trees[key] = example_heads_from_parsed(ex, parsed)
+            out.append(trees[key])
+        return out
+
     # ---- encoding and loaders -----------------------------------------------------------------------------
     def examples(self, split: str) -> list[Example]:
         if split == "predict":
@@ -213,7 +266,8 @@ class AspectSentimentDataModule(pl.LightningDataModule):
             encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
             label_index = {label: i for i, label in enumerate(labels)}
             items = []
-            for ex in self.examples(split):
+            examples = self.examples(split)
+            for ex, heads in zip(examples, self._gold_heads(split, examples)):
                 word_ids, char_ids = encoder.encode(ex.words)
                 label_id = UNKNOWN_LABEL
                 if split != "predict":
@@ -221,7 +275,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                         raise DataFormatError(ex.source, ex.line, f"label {ex.label!r} in the {split} split never "
                                               f"occurs in training (known: {labels})")
                     label_id = label_index[ex.label]
-                items.append((word_ids, char_ids, ex.words, ex.aspect, label_id))
+                items.append((word_ids, char_ids, ex.words, ex.aspect, label_id, heads))
             self._encoded[split] = items
         return self._encoded[split]
 
@@ -236,12 +290,15 @@ class AspectSentimentDataModule(pl.LightningDataModule):
 
         def collate(indices: list[int]) -> AspectBatch:
             chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen])
+            tokens = pad_tokens([(w, c, words) for w, c, words, *_ in chosen])
             aspect_mask = torch.zeros_like(tokens.mask)
-            for b, (*_, (start, end), _) in enumerate(chosen):
+            for b, (*_, (start, end), _, _) in enumerate(chosen):
                 aspect_mask[b, start:end] = True
-            labels = torch.tensor([label for *_, label in chosen], dtype=torch.long)
-            return AspectBatch(tokens=tokens, aspect_mask=aspect_mask, labels=labels, index=list(indices))
+            labels = torch.tensor([label for *_, label, _ in chosen], dtype=torch.long)
+            heads = [h for *_, h in chosen]
+            heads = None if any(h is None for h in heads) else heads_to_tensor(heads, tokens.mask.size(1))
+            return AspectBatch(tokens=tokens, aspect_mask=aspect_mask, labels=labels, index=list(indices),
+                               heads=heads)
 
         return collate
 

@@ -3,12 +3,13 @@ vocabularies from a checkpoint, and length-bucketed loaders."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import torch
 from torch.utils.data import DataLoader
 
+from .features import WordNormalizer
 from .sampler import BucketBatchSampler
 from .vocab import Vocabulary
 
@@ -46,6 +47,26 @@ def vocabularies_from_checkpoint(path: str, model: str) -> tuple[Vocabulary, Voc
         raise ValueError(f"{path}: checkpoint hyper-parameters lack {missing}; not {model} checkpoint?")
     # the stored lists already start with the special tokens
     return (Vocabulary(hparams["word_vocab"][2:]), Vocabulary(hparams["char_vocab"][2:]), list(hparams["labels"]))
+
+
+def word_options(datamodule_hparams: Mapping[str, Any] | None) -> tuple[WordNormalizer, int] | None:
+    """The word normalisation (``lowercase``, ``normalize_digits``) and ``max_word_length`` in a data module's
+    hyper-parameters (a checkpoint's ``datamodule_hyper_parameters``), or None without them (a checkpoint saved
+    without a data module); the defaults then are ``WordNormalizer()`` and 30."""
+    if not datamodule_hparams:
+        return None
+    defaults = WordNormalizer()
+    normalizer = WordNormalizer(
+        lowercase=bool(datamodule_hparams.get("lowercase", defaults.lowercase)),
+        normalize_digits=bool(datamodule_hparams.get("normalize_digits", defaults.normalize_digits)),
+    )
+    return normalizer, int(datamodule_hparams.get("max_word_length", 30))
+
+
+def word_options_from_checkpoint(path: str, weights_only: bool = True) -> tuple[WordNormalizer, int] | None:
+    """:func:`word_options` of the data module a checkpoint file was trained with."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=weights_only)
+    return word_options(checkpoint.get("datamodule_hyper_parameters"))
 
 
 def bucket_loader(

@@ -73,3 +73,26 @@ def pad_tokens(items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]]
             if c:
                 char_ids[b, t, : len(c)] = torch.tensor(c)
     return TokenBatch(word_ids=word_ids, char_ids=char_ids, mask=mask, words=[list(words) for *_, words in items])
+
+
+def words_to_batch(
+    sentences: Sequence[Sequence[str]],
+    word_vocab: Sequence[str],
+    char_vocab: Sequence[str],
+    normalizer: WordNormalizer | None = None,
+    max_word_length: int = 30,
+) -> TokenBatch:
+    """Raw token lists -> a padded :class:`TokenBatch`, with the vocabulary lists a model keeps in its
+    hyper-parameters (``word_vocab``/``char_vocab``, each starting with ``<pad>``, ``<unk>``).
+
+    ``normalizer`` and ``max_word_length`` must be those of the data module the model was trained with (default:
+    ``WordNormalizer()``, 30), or unseen spellings silently become ``<unk>``.
+    """
+    if isinstance(sentences, str) or not sentences:
+        raise ValueError("sentences must be a non-empty list of token lists")
+    for i, words in enumerate(sentences):
+        if isinstance(words, str) or not words or not all(isinstance(w, str) and w for w in words):
+            raise ValueError(f"sentence {i} must be a non-empty list of non-empty token strings, got {words!r}")
+    encoder = TokenEncoder(Vocabulary(list(word_vocab)[2:]), Vocabulary(list(char_vocab)[2:]),
+                           normalizer or WordNormalizer(), max_word_length)
+    return pad_tokens([(*encoder.encode(words), words) for words in sentences])

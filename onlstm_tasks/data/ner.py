@@ -11,6 +11,8 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
+from onlstm_tasks.trees.heads import check_heads, heads_to_tensor, slice_heads
+
 from .batching import TokenBatch
 from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
 from .examples import DataFormatError, Example
@@ -29,6 +31,8 @@ class NERBatch:
     tokens: TokenBatch
     tags: torch.Tensor  # [B, T] long tag ids, 0 at padding (use tokens.mask)
     index: list[int]  # positions of the batch's examples in their split
+    heads: torch.Tensor | None = None  # [B, T] long gold heads, 0-based, root and padding -> themselves; None when
+    #                                    some sentence of the split has no heads (only CoNLL-X/U sources have them)
 
 
 def scheme_labels(types: set[str], scheme: str) -> list[str]:
@@ -40,8 +44,10 @@ def scheme_labels(types: set[str], scheme: str) -> list[str]:
 def split_long(example: Example, max_length: int) -> list[Example]:
     """Cuts a sentence into pieces of at most ``max_length`` tokens, preferably outside entities.
 
-    A piece that starts inside an entity gets ``B-`` on its first token. Heads, parse trees and offsets refer to
-    the whole sentence, so pieces drop them.
+    A piece that starts inside an entity gets ``B-`` on its first token. Gold heads are cut to the piece (a token
+    whose head lies outside it attaches to its nearest ancestor inside, or becomes a root:
+    :func:`~onlstm_tasks.trees.heads.slice_heads`); dependency labels, parse trees and offsets refer to the whole
+    sentence, so pieces drop them.
     """
     pieces, start, n = [], 0, len(example)
     while start < n:
@@ -58,11 +64,21 @@ def split_long(example: Example, max_length: int) -> list[Example]:
                 tags[0] = "B-" + tags[0][2:]
         pieces.append(dataclasses.replace(
             example, words=example.words[start:end], tags=None if tags is None else tuple(tags),
-            pos=None if example.pos is None else example.pos[start:end], heads=None, deprels=None,
+            pos=None if example.pos is None else example.pos[start:end], deprels=None,
+            heads=None if example.heads is None else tuple(slice_heads(example.heads, start, end)),
             parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
         ))
         start = end
     return pieces
+
+
+def gold_heads(example: Example) -> list[int]:
+    """An example's heads column, checked to be a forest (several roots are allowed, as in sentence pieces)."""
+    try:
+        check_heads(list(example.heads), single_root=False)
+    except ValueError as err:
+        raise DataFormatError(example.source, example.line, f"gold heads are not a tree: {err}") from None
+    return list(example.heads)
 
 
 def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
@@ -232,8 +248,13 @@ class NERDataModule(pl.LightningDataModule):
             words, chars, labels = self._vocabularies()
             encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
             label_index = {label: i for i, label in enumerate(labels)}
+            examples = self.examples(split)
+            with_heads = sum(ex.heads is not None for ex in examples)
+            if 0 < with_heads < len(examples):
+                log.info("%s: %d of %d sentences have no gold heads, so its batches carry none", split,
+                         len(examples) - with_heads, len(examples))
             items = []
-            for ex in self.examples(split):
+            for ex in examples:
                 word_ids, char_ids = encoder.encode(ex.words)
                 tag_ids = [0] * len(ex)
                 if ex.tags is not None and split != "predict":
@@ -243,7 +264,8 @@ class NERDataModule(pl.LightningDataModule):
                         raise DataFormatError(ex.source, ex.line, f"label {unknown[0]!r} in the {split} split "
                                               f"never occurs in training (known: {labels})")
                     tag_ids = [label_index[t] for t in tags]
-                items.append((word_ids, char_ids, ex.words, tag_ids))
+                items.append((word_ids, char_ids, ex.words, tag_ids,
+                              gold_heads(ex) if with_heads == len(examples) else None))
             self._encoded[split] = items
         return self._encoded[split]
 
@@ -258,11 +280,13 @@ class NERDataModule(pl.LightningDataModule):
 
         def collate(indices: list[int]) -> NERBatch:
             chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, _ in chosen])
+            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen])
             tags = torch.zeros_like(tokens.word_ids)
-            for b, (*_, tag_ids) in enumerate(chosen):
+            for b, (*_, tag_ids, _) in enumerate(chosen):
                 tags[b, : len(tag_ids)] = torch.tensor(tag_ids)
-            return NERBatch(tokens=tokens, tags=tags, index=list(indices))
+            heads = [h for *_, h in chosen]
+            heads = None if any(h is None for h in heads) else heads_to_tensor(heads, tokens.mask.size(1))
+            return NERBatch(tokens=tokens, tags=tags, index=list(indices), heads=heads)
 
         return collate
 

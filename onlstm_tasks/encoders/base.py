@@ -3,6 +3,10 @@
 ``forward(x [B,T,D] float, mask [B,T] bool) -> EncoderOutput``. Padded positions never influence real ones (in
 either direction) and every output at a padded position is zero. Masks are left-aligned: each row is a run of
 Trues followed by Falses, with at least one True.
+
+Encoders that can read a dependency tree subclass :class:`TreeEncoder`, whose forward takes the batch's gold
+heads as well: ``forward(x, mask, heads=None)``. Callers holding gold heads use :func:`encode`, which passes them
+to tree encoders only, so every other encoder keeps the two-argument forward.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ class EncoderOutput:
     distances:        ON-LSTM master-forget distances ``1 - mean(f~_t)``, [layers, directions, B, T];
                       ``None`` for encoders without master gates.
     input_distances:  master-input distances ``mean(i~_t)``, same shape, or ``None``.
+    heads:            the trees a :class:`TreeEncoder` used, one per interaction layer (hard or gold heads
+                      ``[B, T]`` long, or soft head weights ``[B, T, T]``); ``None`` for encoders that use no tree.
 
     For a bidirectional ON-LSTM, direction 0 is the forward pass and direction 1 the backward pass; both are
     indexed by token position (the backward pass's value at position t was computed when it read token t).
@@ -34,6 +40,7 @@ class EncoderOutput:
     layers: tuple[torch.Tensor, ...]
     distances: torch.Tensor | None = None
     input_distances: torch.Tensor | None = None
+    heads: tuple[torch.Tensor, ...] | None = None
 
     def combined_distances(self, how: str = "mean", which: str = "forget") -> torch.Tensor:
         """Distances merged over directions, [layers, B, T].
@@ -46,19 +53,26 @@ class EncoderOutput:
             raise ValueError(f"which must be 'forget' or 'input', got {which!r}")
         if d is None:
             raise ValueError("this encoder returns no distances (only ON-LSTM encoders do)")
-        if how == "mean":
-            return d.mean(dim=1)
-        if how == "forward":
-            return d[:, 0]
-        if how == "backward":
-            if d.size(1) < 2:
-                raise ValueError("how='backward' needs a bidirectional encoder")
-            return d[:, 1]
-        if how == "max":
-            return d.max(dim=1).values
-        if how == "min":
-            return d.min(dim=1).values
-        raise ValueError(f"how must be one of {DIRECTION_COMBINATIONS}, got {how!r}")
+        return combine_directions(d, how, dim=1)
+
+
+def combine_directions(distances: torch.Tensor, how: str = "mean", dim: int = 1) -> torch.Tensor:
+    """Merges the direction axis ``dim`` of a distance tensor (e.g. [layers, directions, B, T] with ``dim=1``, or
+    one sentence's [layers, directions, T]): ``mean``, ``forward``, ``backward``, ``max`` or ``min`` (see
+    :meth:`EncoderOutput.combined_distances`)."""
+    if how == "mean":
+        return distances.mean(dim=dim)
+    if how == "forward":
+        return distances.select(dim, 0)
+    if how == "backward":
+        if distances.size(dim) < 2:
+            raise ValueError("how='backward' needs a bidirectional encoder")
+        return distances.select(dim, 1)
+    if how == "max":
+        return distances.max(dim=dim).values
+    if how == "min":
+        return distances.min(dim=dim).values
+    raise ValueError(f"how must be one of {DIRECTION_COMBINATIONS}, got {how!r}")
 
 
 class SequenceEncoder(nn.Module):
@@ -89,6 +103,27 @@ class SequenceEncoder(nn.Module):
         if not torch.equal(mask, lengths_to_mask(lengths, mask.size(1))):
             raise ValueError("mask must be left-aligned: each row a run of True followed by False")
         return mask
+
+
+class TreeEncoder(SequenceEncoder):
+    """An encoder that may read a dependency tree: ``forward(x, mask=None, heads=None)``.
+
+    ``heads``: the batch's gold heads, ``LongTensor [B, T]``, 0-based, the root and padded positions pointing to
+    themselves (:func:`onlstm_tasks.trees.heads.heads_to_tensor`), or ``None`` when the data has none. Whether
+    they are needed is the encoder's business (it raises a clear error when it needs them and gets ``None``).
+    """
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                heads: torch.Tensor | None = None) -> EncoderOutput:  # pragma: no cover
+        raise NotImplementedError
+
+
+def encode(encoder: SequenceEncoder, x: torch.Tensor, mask: torch.Tensor | None,
+           heads: torch.Tensor | None = None) -> EncoderOutput:
+    """Runs any encoder, passing gold ``heads`` only to a :class:`TreeEncoder`."""
+    if isinstance(encoder, TreeEncoder):
+        return encoder(x, mask, heads=heads)
+    return encoder(x, mask)
 
 
 def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:

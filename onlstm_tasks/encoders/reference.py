@@ -53,6 +53,27 @@ def reference_step(
 
     x: [D], h and c: [H]. Returns (h_t [H], c_t [H], forget distance (scalar), input distance (scalar)).
     """
+    h_t, c_t, f_master, i_master = reference_gate_step(
+        x, h, c, weight_ih, bias_ih, weight_hh, bias_hh, chunk_size, master_input
+    )
+    return h_t, c_t, 1.0 - f_master.mean(), i_master.mean()
+
+
+def reference_gate_step(
+    x: torch.Tensor,
+    h: torch.Tensor,
+    c: torch.Tensor,
+    weight_ih: torch.Tensor,
+    bias_ih: torch.Tensor,
+    weight_hh: torch.Tensor,
+    bias_hh: torch.Tensor,
+    chunk_size: int,
+    master_input: str = "paper",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`reference_step` returning the master gates themselves instead of their distances.
+
+    Returns (h_t [H], c_t [H], master forget f~ [L] (non-decreasing), master input i~ [L] (non-increasing)).
+    """
     hidden_size = h.numel()
     levels = hidden_size // chunk_size
     pre = weight_ih @ x + bias_ih + weight_hh @ h + bias_hh
@@ -73,7 +94,7 @@ def reference_step(
     i_master_full = i_master.repeat_interleave(chunk_size)
     c_t = ordered_cell_update(c, c_hat, forget_gate, in_gate, f_master_full, i_master_full)
     h_t = out_gate * torch.tanh(c_t)
-    return h_t, c_t, 1.0 - f_master.mean(), i_master.mean()
+    return h_t, c_t, f_master, i_master
 
 
 class ReferenceONLSTMCell(ONLSTMCell):

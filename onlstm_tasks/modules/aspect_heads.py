@@ -4,6 +4,9 @@ Every head follows one signature, ``forward(x [B,T,D], mask [B,T] bool, aspect_m
 takes its input size first (so configs never type it) and builds its encoders from any ``SequenceEncoder``
 factory (ON-LSTM by default; LSTM/GRU by swapping ``class_path``). ``aspect_mask`` marks the aspect's tokens, a
 contiguous run inside the real tokens.
+
+Heads that read a dependency tree subclass :class:`TreeAspectHead`: ``forward(x, mask, aspect_mask, heads=None)``
+with the batch's gold heads (``[B, T]``, 0-based, or None); the classifier passes them to such heads only.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ class AspectHead(nn.Module):
     """Base class: subclasses set ``output_size``."""
 
     output_size: int
+
+
+class TreeAspectHead(AspectHead):
+    """An aspect head that may read a dependency tree: ``forward(x, mask, aspect_mask, heads=None)``, ``heads``
+    the batch's gold heads ``[B, T]`` (0-based, root and padding pointing to themselves) or None."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                heads: torch.Tensor | None = None) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
 
 
 class TargetDependentHead(AspectHead):
@@ -141,8 +153,11 @@ class AspectPoolingHead(AspectHead):
     def states(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.encoder(x, mask).hidden
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
-        states = self.states(x, mask)
+    def pool(self, states: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
+        """states [B,T,H] -> [B,H], pooled over the aspect's positions."""
         if self.pooling == "mean":
             return masked_mean(states, aspect_mask)
         return states.masked_fill(~aspect_mask.unsqueeze(-1), float("-inf")).max(dim=1).values
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.states(x, mask), aspect_mask)

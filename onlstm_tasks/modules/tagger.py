@@ -9,7 +9,7 @@ from torch import nn
 
 from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, encode
 from onlstm_tasks.modules.crf import CRF
 
 
@@ -17,7 +17,8 @@ class CRFTagger(nn.Module):
     """Composes any :class:`TokenEmbedder` and any :class:`SequenceEncoder` with a constrained CRF.
 
     The encoder must read what the embedder writes (``encoder.input_size == embedder.output_size``); the
-    emission layer sizes itself from ``encoder.output_size``.
+    emission layer sizes itself from ``encoder.output_size``. Gold ``heads`` ([B, T], 0-based, or None) reach the
+    encoder only when it is a :class:`~onlstm_tasks.encoders.base.TreeEncoder`.
     """
 
     def __init__(self, embedder: TokenEmbedder, encoder: SequenceEncoder, labels: Sequence[str], scheme: str,
@@ -31,12 +32,12 @@ class CRFTagger(nn.Module):
         self.emit = nn.Linear(encoder.output_size, len(labels))
         self.crf = CRF(len(labels), labels=labels, scheme=scheme)
 
-    def emissions(self, tokens: TokenBatch) -> tuple[torch.Tensor, EncoderOutput]:
-        encoded = self.encoder(self.embedder(tokens), tokens.mask)
+    def emissions(self, tokens: TokenBatch, heads: torch.Tensor | None = None) -> tuple[torch.Tensor, EncoderOutput]:
+        encoded = encode(self.encoder, self.embedder(tokens), tokens.mask, heads)
         return self.emit(self.dropout(encoded.hidden)), encoded  # [B, T, K]
 
-    def loss(self, tokens: TokenBatch, tags: torch.Tensor) -> torch.Tensor:
-        return self.crf.nll(self.emissions(tokens)[0], tags, tokens.mask)
+    def loss(self, tokens: TokenBatch, tags: torch.Tensor, heads: torch.Tensor | None = None) -> torch.Tensor:
+        return self.crf.nll(self.emissions(tokens, heads)[0], tags, tokens.mask)
 
-    def decode(self, tokens: TokenBatch) -> torch.Tensor:
-        return self.crf.decode(self.emissions(tokens)[0], tokens.mask)
+    def decode(self, tokens: TokenBatch, heads: torch.Tensor | None = None) -> torch.Tensor:
+        return self.crf.decode(self.emissions(tokens, heads)[0], tokens.mask)

@@ -16,7 +16,9 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from onlstm_tasks.classification_report import format_report
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
+from onlstm_tasks.encoders.base import SequenceEncoder
+from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.tasks.words import EncodesWords
 
 log = logging.getLogger(__name__)
 
@@ -24,16 +26,20 @@ EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 HeadFactory = Callable[[int], AspectHead]
 
 
-class AspectSentimentClassifier(pl.LightningModule):
+class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
     """Polarity of one aspect term in a sentence.
 
     Args:
         word_vocab, char_vocab, labels: data facts linked from the data module (and kept in checkpoints).
         embedder: builds the input layer from the vocabularies (default :class:`WordCharEmbedder`, no chars).
         head: builds an aspect head from the embedder's output size (default :class:`AspectPoolingHead`);
-            TD / TC / attention / pooling heads live in ``onlstm_tasks.modules.aspect_heads``.
+            TD / TC / attention / pooling heads live in ``onlstm_tasks.modules.aspect_heads``, the tree-aware head
+            (which also receives the batches' gold heads) in ``onlstm_tasks.modules.tree_aspect_head``.
         dropout: before the output layer.
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3).
+
+    :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and the head's whole-sentence encoder
+    (``head.encoder`` reading the embedded words alone, as in :class:`AspectPoolingHead`) over raw token lists.
     """
 
     def __init__(
@@ -64,10 +70,28 @@ class AspectSentimentClassifier(pl.LightningModule):
         })
         self.test_confusion = MulticlassConfusionMatrix(n)
 
+    # ---- probing (EncodesWords) ---------------------------------------------------------------------------
+    def word_embedder(self) -> TokenEmbedder:
+        return self.embedder
+
+    def sentence_encoder(self) -> SequenceEncoder:
+        """``head.encoder`` when it reads the embedded sentence alone; TD/TC heads (left/right context encoders)
+        and the attention head (whose encoder reads [word; aspect] vectors) have no such encoder."""
+        encoder = getattr(self.head, "encoder", None)
+        if not isinstance(encoder, SequenceEncoder) or encoder.input_size != self.embedder.output_size:
+            why = ("its encoder reads [word; aspect] vectors" if isinstance(encoder, SequenceEncoder) else
+                   "it has no `encoder` attribute (e.g. TD/TC heads encode the left and right contexts separately)")
+            raise ValueError(f"{type(self.head).__name__} has no encoder over the whole sentence alone ({why}); "
+                             f"encode_words needs a head such as AspectPoolingHead")
+        return encoder
+
     def forward(self, batch) -> torch.Tensor:
         """Class logits [B, C]."""
         x = self.embedder(batch.tokens)
-        features = self.head(x, batch.tokens.mask, batch.aspect_mask)
+        if isinstance(self.head, TreeAspectHead):  # tree-aware heads also get the batch's gold heads
+            features = self.head(x, batch.tokens.mask, batch.aspect_mask, heads=getattr(batch, "heads", None))
+        else:
+            features = self.head(x, batch.tokens.mask, batch.aspect_mask)
         return self.classify(self.dropout(features))
 
     def training_step(self, batch, batch_idx):

@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.words import EncodesWords
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 EncoderFactory = Callable[[int], SequenceEncoder]
 
 
-class NERTagger(pl.LightningModule):
+class NERTagger(EncodesWords, pl.LightningModule):
     """CRF tagger over any embedder and encoder.
 
     Args:
@@ -33,9 +34,12 @@ class NERTagger(pl.LightningModule):
             labels.
         embedder: builds the input layer from the vocabularies (default :class:`WordCharEmbedder`).
         encoder: builds any :class:`SequenceEncoder` from its input size (default: bidirectional ON-LSTM,
-            hidden 256, chunk size 8). In YAML, ``class_path`` + ``init_args`` without ``input_size``.
+            hidden 256, chunk size 8). In YAML, ``class_path`` + ``init_args`` without ``input_size``. A
+            :class:`~onlstm_tasks.encoders.DependencyGuidedEncoder` also receives the batches' gold heads.
         dropout: before the emission layer.
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
+
+    :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and encoder over raw token lists.
     """
 
     def __init__(
@@ -60,14 +64,21 @@ class NERTagger(pl.LightningModule):
         self.val_f1 = EntityF1(labels, scheme=tag_scheme)
         self.test_f1 = EntityF1(labels, scheme=tag_scheme)
 
+    # ---- probing (EncodesWords) ---------------------------------------------------------------------------
+    def word_embedder(self) -> TokenEmbedder:
+        return self.net.embedder
+
+    def sentence_encoder(self) -> SequenceEncoder:
+        return self.net.encoder
+
     # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
-        loss = self.net.loss(batch.tokens, batch.tags)
+        loss = self.net.loss(batch.tokens, batch.tags, batch_heads(batch))
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
         return loss
 
     def _evaluate(self, batch, metric: EntityF1, prefix: str) -> None:
-        emissions, _ = self.net.emissions(batch.tokens)
+        emissions, _ = self.net.emissions(batch.tokens, batch_heads(batch))
         mask = batch.tokens.mask
         loss = self.net.crf.nll(emissions, batch.tags, mask)
         metric.update(self.net.crf.decode(emissions, mask), batch.tags, mask)
@@ -101,7 +112,7 @@ class NERTagger(pl.LightningModule):
             self.log(f"{prefix}_{key}", value, prog_bar=key == "f1", rank_zero_only=False)
 
     def predict_step(self, batch, batch_idx):
-        tags = self.net.decode(batch.tokens)
+        tags = self.net.decode(batch.tokens, batch_heads(batch))
         out = []
         for row, index in enumerate(batch.index):
             n = int(batch.tokens.mask[row].sum())
@@ -119,6 +130,11 @@ class NERTagger(pl.LightningModule):
             return optimizer
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer),
                                                          "monitor": "val_f1"}}
+
+
+def batch_heads(batch) -> torch.Tensor | None:
+    """The batch's gold heads ([B, T], 0-based) or None (batches built outside the data module may lack them)."""
+    return getattr(batch, "heads", None)
 
 
 def scheme_of(labels: Sequence[str]) -> str:

@@ -1,7 +1,9 @@
 """Trees: induced from ON-LSTM distances, gold from the data, and their evaluation (pure Python/torch).
 
 * :mod:`.induce`: distances -> binary tree (greedy split), spans, brackets, hard heads, soft heads;
-* :mod:`.heads`: the list (1-based, 0 = root) and tensor (``[B, T]``, 0-based, root -> itself) head forms;
+* :mod:`.heads`: the list (1-based, 0 = root) and tensor (``[B, T]``, 0-based, root -> itself) head forms, pieces
+  of trees and hop distances;
+* :mod:`.source`: where a model's tree comes from (none / induced / gold), shared by the tree-reading modules;
 * :mod:`.ptb`: Penn-Treebank bracketed trees; :mod:`.headrules`: Collins head rules;
 * :mod:`.gold`: gold heads from CoNLL heads, parse trees or SemEval parser JSON;
 * :mod:`.metrics`: unlabelled bracket F1 and left/right/random baselines.
@@ -19,7 +21,7 @@ from onlstm_tasks.trees.gold import (
     token_offsets,
 )
 from onlstm_tasks.trees.headrules import HEAD_RULES, constituency_to_heads, head_child
-from onlstm_tasks.trees.heads import check_heads, heads_to_tensor, tensor_to_heads
+from onlstm_tasks.trees.heads import check_heads, heads_to_tensor, hop_distances, slice_heads, tensor_to_heads
 from onlstm_tasks.trees.induce import (
     distances_to_heads,
     distances_to_tree,
@@ -43,12 +45,14 @@ from onlstm_tasks.trees.metrics import (
     sentence_f1,
 )
 from onlstm_tasks.trees.ptb import Tree, parse_tree, parse_trees, read_trees, strip_function_tags
+from onlstm_tasks.trees.source import TreeSource
 
 __all__ = [
     "HEAD_RULES",
     "PUNCTUATION_TAGS",
     "ParsedSentence",
     "Tree",
+    "TreeSource",
     "UF1Accumulator",
     "baseline_tree",
     "baseline_uf1",
@@ -63,6 +67,7 @@ __all__ = [
     "head_child",
     "heads_tensor",
     "heads_to_tensor",
+    "hop_distances",
     "left_branching_tree",
     "parse_tree",
     "parse_tree_heads",
@@ -77,6 +82,7 @@ __all__ = [
     "right_branching_tree",
     "scored_spans",
     "sentence_f1",
+    "slice_heads",
     "soft_heads",
     "strip_function_tags",
     "tensor_to_heads",

@@ -59,3 +59,48 @@ def tensor_to_heads(heads: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
         n = sum(m)
         out.append([0 if h == t else h + 1 for t, h in enumerate(row[:n])])
     return out
+
+
+def slice_heads(heads: Sequence[int], start: int, end: int) -> list[int]:
+    """The list form of tokens ``[start, end)`` of a sentence (a piece of a sentence cut for length).
+
+    Each token's head is its nearest ancestor inside the piece (renumbered, 1-based), or 0 when none is: the
+    tokens whose chain of heads leaves the piece become roots, so a piece may have several.
+
+    >>> slice_heads([2, 0, 2, 3], 2, 4)  # tokens 3 and 4: 3's head (2) is outside the piece
+    [0, 1]
+    """
+    out = []
+    for t in range(start, end):
+        head, steps = heads[t], 0
+        while head and not start < head <= end:
+            head, steps = heads[head - 1], steps + 1
+            if steps > len(heads):
+                raise ValueError("the heads contain a cycle")
+        out.append(head - start if head else 0)
+    return out
+
+
+def hop_distances(heads: torch.Tensor, mask: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
+    """Tree distance (arcs, either direction) from the nearest ``sources`` token to every token, ``[B, T]`` long.
+
+    ``heads``: tensor form ``[B, T]``; ``sources``: ``[B, T]`` bool (e.g. an aspect's tokens, distance 0). Tokens
+    the sources cannot reach (another tree of a forest) and padded positions get ``T``. Breadth-first search over
+    the undirected tree, one batched step per hop.
+    """
+    B, T = heads.shape
+    pos = torch.arange(T, device=heads.device)
+    is_arc = mask & (heads != pos)  # real tokens other than roots have an arc to their head
+    graph = torch.zeros(B, T, T, dtype=torch.float32, device=heads.device)
+    graph[is_arc.nonzero(as_tuple=True) + (heads[is_arc],)] = 1.0
+    graph = graph + graph.transpose(1, 2)  # [B, T, T], child <-> head
+    reached = sources & mask
+    distances = torch.where(reached, 0, T)
+    frontier = reached
+    for hop in range(1, T):
+        frontier = (torch.bmm(frontier.float().unsqueeze(1), graph).squeeze(1) > 0) & mask & ~reached
+        if not bool(frontier.any()):
+            break
+        distances = torch.where(frontier, hop, distances)
+        reached = reached | frontier
+    return distances

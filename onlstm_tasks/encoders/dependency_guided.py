@@ -1,0 +1,109 @@
+"""Dependency-guided encoder (Jie & Lu, EMNLP 2019): encoder stages with interaction layers between them.
+
+``h^(1) = Encoder_1(x)``, ``h^(l+1) = Encoder_(l+1)(g(h^(l), h^(l)_p))``: after every stage but the last, each
+token's state is combined with its parent's by an interaction function ``g``
+(:mod:`onlstm_tasks.interaction`) and the next stage reads the result.
+
+The tree (``tree_source``, :class:`~onlstm_tasks.trees.source.TreeSource`):
+
+* ``none``: no tree (every token is its own parent, ``h_p(i) = h_i``); same parameters as the other sources;
+* ``gold``: the batch's gold heads (``forward(x, mask, heads)``), the same tree for every interaction layer;
+* ``induced``: the interaction after stage ``l`` uses the tree induced from stage ``l``'s own distances (its layer
+  ``distance_layer``, directions merged by ``direction_combination``), hard (``induced_heads: hard``) or soft
+  (``soft``, differentiable, so the task loss trains the distances). Stage 1 has no tree before it: it runs as a
+  plain encoder and its distances give the first interaction's tree. Every stage but the last must return
+  distances (an ON-LSTM); otherwise forward raises a ValueError naming the encoder class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
+from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.interaction import Interaction, MLPInteraction
+from onlstm_tasks.trees.source import TreeSource
+
+EncoderFactory = Callable[[int], SequenceEncoder]
+InteractionFactory = Callable[[int], Interaction]
+
+
+def default_encoder(input_size: int) -> SequenceEncoder:
+    """A bidirectional ON-LSTM stage (hidden 256, chunk size 8), like the NER default."""
+    return ONLSTM(input_size, hidden_size=256, chunk_size=8, bidirectional=True)
+
+
+class DependencyGuidedEncoder(TreeEncoder):
+    """Stacked encoder stages joined by interaction functions over a dependency tree (module docstring).
+
+    Args:
+        input_size: features of each input vector.
+        encoder: builds one stage from its input size (called ``num_stages`` times; default bidirectional ON-LSTM).
+        interaction: builds ``g`` from the size of the states below it (default :class:`MLPInteraction`).
+        num_stages: encoder stages (``num_stages - 1`` interaction layers); 1 is a plain encoder.
+        tree_source: ``none``, ``induced`` or ``gold``.
+        induced_heads, distance_layer, direction_combination, soft_temperature: how an induced tree is read off a
+            stage's distances (:class:`~onlstm_tasks.trees.source.TreeSource`).
+
+    Output: ``hidden`` is the last stage's; ``layers`` are all stages' layers in order; ``distances`` and
+    ``input_distances`` concatenate, along the layer axis, those of the stages that return them (``None`` if none
+    does), so ``[-1]`` is the last stage's top layer; ``heads`` holds the tree each interaction layer used
+    (``None`` for ``tree_source: none``).
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        encoder: EncoderFactory | None = None,
+        interaction: InteractionFactory | None = None,
+        num_stages: int = 2,
+        tree_source: str = "none",
+        induced_heads: str = "hard",
+        distance_layer: int = -1,
+        direction_combination: str = "mean",
+        soft_temperature: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if input_size <= 0:
+            raise ValueError(f"input_size must be positive, got {input_size}")
+        if num_stages < 1:
+            raise ValueError(f"num_stages must be at least 1, got {num_stages}")
+        self.tree_source = TreeSource(tree_source, induced_heads, distance_layer, direction_combination,
+                                      soft_temperature)
+        make_encoder, make_interaction = encoder or default_encoder, interaction or MLPInteraction
+        stages, interactions = [make_encoder(input_size)], []
+        for _ in range(num_stages - 1):
+            interactions.append(make_interaction(stages[-1].output_size))
+            stages.append(make_encoder(interactions[-1].output_size))
+        for k, stage in enumerate(stages):
+            expected = input_size if k == 0 else interactions[k - 1].output_size
+            if stage.input_size != expected:
+                raise ValueError(f"stage {k}: the encoder factory built input_size={stage.input_size} for "
+                                 f"inputs of size {expected}")
+        self.stages, self.interactions = nn.ModuleList(stages), nn.ModuleList(interactions)
+        self.input_size, self.output_size, self.num_stages = input_size, stages[-1].output_size, num_stages
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                heads: torch.Tensor | None = None) -> EncoderOutput:
+        mask = self.check_inputs(x, mask)
+        outputs = [encode(self.stages[0], x, mask, heads)]
+        trees = []
+        for interaction, stage, below in zip(self.interactions, self.stages[1:], self.stages):
+            tree = self.tree_source.tree(mask, gold=heads, encoded=outputs[-1], encoder=below)
+            trees.append(tree)
+            outputs.append(encode(stage, interaction.over_tree(outputs[-1].hidden, tree, mask), mask, heads))
+        return EncoderOutput(
+            hidden=outputs[-1].hidden,
+            layers=tuple(layer for out in outputs for layer in out.layers),
+            distances=_concat([out.distances for out in outputs]),
+            input_distances=_concat([out.input_distances for out in outputs]),
+            heads=None if self.tree_source.kind == "none" else tuple(trees),
+        )
+
+
+def _concat(values: list[torch.Tensor | None]) -> torch.Tensor | None:
+    present = [v for v in values if v is not None]
+    return torch.cat(present, dim=0) if present else None

@@ -1,0 +1,76 @@
+"""Loading a task model from a Lightning checkpoint without knowing its class, and probing its encoder."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+
+from onlstm_tasks.data.common import word_options
+from onlstm_tasks.tasks.absa import AspectSentimentClassifier
+from onlstm_tasks.tasks.ner import NERTagger
+from onlstm_tasks.trees.probe import EncoderProbe
+
+log = logging.getLogger(__name__)
+
+TASK_MODELS: dict[str, type[pl.LightningModule]] = {
+    f"{cls.__module__}.{cls.__name__}": cls for cls in (NERTagger, AspectSentimentClassifier)
+}
+
+
+def task_model_class(hparams: dict) -> type[pl.LightningModule]:
+    """The class a checkpoint's hyper-parameters belong to: their ``_class_path`` (written by LightningCLI), else
+    guessed from the constructor arguments (``head`` -> aspect sentiment, ``encoder`` -> NER)."""
+    class_path = hparams.get("_class_path")
+    if class_path is not None:
+        if class_path not in TASK_MODELS:
+            raise ValueError(f"unknown model class {class_path!r}: expected one of {sorted(TASK_MODELS)}")
+        return TASK_MODELS[class_path]
+    if "head" in hparams:
+        return AspectSentimentClassifier
+    if "encoder" in hparams:
+        return NERTagger
+    raise ValueError(f"cannot tell the model class from the hyper-parameters {sorted(hparams)}; expected a "
+                     f"checkpoint of one of {sorted(TASK_MODELS)}")
+
+
+def read_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
+    """A checkpoint file as a dict (on the CPU). Checkpoints written by ``onlstm-tasks fit`` hold only plain
+    hyper-parameters and load with ``weights_only=True``; those of models built in Python with factory objects
+    (``functools.partial``) need full unpickling, which can run code: ``trust=True`` only for your own files."""
+    try:
+        return torch.load(str(path), map_location="cpu", weights_only=not trust)
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{path}: the checkpoint holds Python objects beyond plain values (e.g. factories in its "
+                         f"hyper-parameters); load it with trust=True (--trust-checkpoint) if you made it "
+                         f"yourself ({str(err).splitlines()[0]})") from None
+
+
+def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
+                    trust: bool = False) -> pl.LightningModule:
+    """A task model (NERTagger, AspectSentimentClassifier) from a Lightning checkpoint, in eval mode (``trust``:
+    see :func:`read_checkpoint`)."""
+    return _load_model(path, read_checkpoint(path, trust), map_location, trust)
+
+
+def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.LightningModule:
+    cls = task_model_class(checkpoint.get("hyper_parameters") or {})
+    return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
+
+
+def load_probe(path: str | Path, map_location: str | torch.device = "cpu", trust: bool = False) -> EncoderProbe:
+    """An :class:`EncoderProbe` over a checkpoint's model, with the word normalisation of the data module it was
+    trained with (``datamodule_hyper_parameters``; the defaults, with a warning, when the checkpoint has none)."""
+    checkpoint = read_checkpoint(path, trust)
+    model = _load_model(path, checkpoint, map_location, trust)
+    options = word_options(checkpoint.get("datamodule_hyper_parameters"))
+    if options is None:
+        log.warning("%s has no data-module hyper-parameters: words are looked up with the default normalisation "
+                    "(lowercase=False, normalize_digits=True)", path)
+        return EncoderProbe(model, name=str(path))
+    normalizer, max_word_length = options
+    return EncoderProbe(model, normalizer, max_word_length, name=str(path))

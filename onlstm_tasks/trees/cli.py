@@ -1,0 +1,265 @@
+"""The ``onlstm-trees`` console script: unsupervised-parsing UF1 of a checkpoint's ON-LSTM (or of a baseline)
+against gold constituency trees, and a picture of one sentence's master gates and induced tree.
+
+``onlstm-trees eval --gold PATH (--checkpoint CKPT | --baseline KIND)``
+    Gold trees come from Penn-Treebank bracketed files (``--format ptb``: a file, or a directory read recursively;
+    function tags and ``-NONE-`` traces stripped) or from the ``parse_tree`` strings of a dataset in the
+    ``ontonotes/conll2012_ontonotesv5`` hub schema (``--format ontonotes``: a hub name or a local folder, read with
+    ``datasets.load_dataset(PATH, name=, data_dir=, revision=, split=)``; sentences without a tree are skipped and
+    counted). Scoring follows :mod:`onlstm_tasks.trees.metrics` (punctuation removed by gold POS tag, sentence-
+    and corpus-level UF1 in percent). A checkpoint reads each gold sentence's words (all of them by default, or only
+    the non-punctuation ones with ``--drop-punctuation``, as the ON-LSTM authors' language model did); its
+    distances give one greedy tree per layer and direction combination (``--combine``), projected onto the
+    non-punctuation tokens. Baselines are built over the non-punctuation tokens. One line per result on stdout;
+    what was read and skipped goes to stderr.
+
+``onlstm-trees plot --checkpoint CKPT --sentence TEXT --out FILE.png``
+    Heatmaps of the master forget gate f~ and master input gate i~ over levels and tokens for one layer and
+    direction, with the tree induced from that layer and direction's distances drawn under the words (the
+    bracketed tree is also printed). Needs matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, combine_directions
+from onlstm_tasks.trees.induce import distances_to_tree, tree_to_spans
+from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans, prediction_spans, scored_spans
+from onlstm_tasks.trees.ptb import Tree, parse_tree, read_trees
+
+BASELINES = {"left-branching": "left", "right-branching": "right", "random": "random"}
+DIRECTIONS = ("forward", "backward")
+
+
+# ---------------------------------------------------------------------------------------------------- gold trees
+
+
+def read_ptb_gold(path: str | Path, glob: str = "**/*") -> list[Tree]:
+    """Every tree of a PTB bracketed file, or of the files under a directory matching ``glob`` (sorted; hidden
+    files skipped)."""
+    path = Path(path)
+    if path.is_file():
+        return read_trees(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no gold tree file or directory at {path}")
+    files = sorted(f for f in path.glob(glob) if f.is_file() and not any(
+        part.startswith(".") for part in f.relative_to(path).parts))
+    if not files:
+        raise FileNotFoundError(f"no files matching {glob!r} under {path}")
+    return [tree for f in files for tree in read_trees(f)]
+
+
+def read_ontonotes_gold(path: str, split: str = "test", name: str | None = None, data_dir: str | None = None,
+                        revision: str | None = None) -> tuple[list[Tree], int]:
+    """The parse trees of one split of a hub-schema OntoNotes dataset (document rows with ``sentences``), in
+    order, and the number of sentences without one (skipped)."""
+    import datasets  # heavy import, only when a dataset is read
+
+    dataset = datasets.load_dataset(path, name=name, data_dir=data_dir, revision=revision, split=split)
+    source = f"{path}{'/' + data_dir if data_dir else ''}:{split}"
+    if "sentences" not in dataset.column_names:
+        raise DataFormatError(source, None, f"expected the ontonotes/conll2012_ontonotesv5 schema (document rows "
+                              f"with a 'sentences' column), found columns {dataset.column_names}")
+    trees, skipped = [], 0
+    for row_index, row in enumerate(dataset):
+        for i, sentence in enumerate(row["sentences"]):
+            text = sentence.get("parse_tree")
+            if not text or not text.strip() or text.strip() == "-":
+                skipped += 1
+                continue
+            trees.append(parse_tree(text, f"{source} row {row_index} ({row.get('document_id')}) sentence {i}"))
+    return trees, skipped
+
+
+# ------------------------------------------------------------------------------------------------------- scoring
+
+
+def score_distances(
+    trees: Sequence[Tree], distances: Sequence, layers: int, combinations: Sequence[str], kept_input: bool = False
+) -> dict[tuple[int, str], dict]:
+    """UF1 per (0-based layer, direction combination), in that order, of the greedy trees of ``distances`` (per
+    sentence a ``[layers, directions, n]`` tensor) against ``trees``. With ``kept_input`` the distances cover only
+    the non-punctuation tokens (None for a sentence without any: an empty prediction); otherwise all tokens."""
+    accumulators = {(layer, how): UF1Accumulator() for layer in range(layers) for how in combinations}
+    for tree, d in zip(trees, distances, strict=True):
+        gold, keep = gold_spans(tree)
+        for how in combinations:
+            per_layer = None if d is None else combine_directions(d, how, dim=1)  # [layers, n]
+            for layer in range(layers):
+                if per_layer is None:
+                    pred = set()
+                elif kept_input:
+                    pred = scored_spans(tree_to_spans(distances_to_tree(per_layer[layer].tolist())), per_layer.size(1))
+                else:
+                    pred = prediction_spans(distances_to_tree(per_layer[layer].tolist()), keep)
+                accumulators[(layer, how)].add(pred, gold)
+    return {key: acc.result() for key, acc in accumulators.items()}
+
+
+def format_line(label: str, result: dict, width: int = 0) -> str:
+    return (f"{label:<{width}}  sentence UF1 {result['sentence_f1']:5.2f}  corpus UF1 {result['corpus_f1']:5.2f}  "
+            f"({result['sentences']} sentences)")
+
+
+# -------------------------------------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="onlstm-trees", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("eval", help="UF1 of a checkpoint's induced trees (or of a baseline) against gold trees")
+    ev.add_argument("--gold", required=True, help="PTB file or directory (--format ptb); dataset hub name or local "
+                    "folder (--format ontonotes)")
+    ev.add_argument("--format", choices=("ptb", "ontonotes"), default="ptb")
+    what = ev.add_mutually_exclusive_group(required=True)
+    what.add_argument("--checkpoint", help="Lightning checkpoint of an ON-LSTM task model")
+    what.add_argument("--baseline", choices=tuple(BASELINES))
+    ev.add_argument("--split", help="dataset split (--format ontonotes; default test)")
+    ev.add_argument("--data-dir", help="datasets.load_dataset data_dir, e.g. english_v12 (--format ontonotes)")
+    ev.add_argument("--name", help="datasets.load_dataset config name (--format ontonotes)")
+    ev.add_argument("--revision", help="datasets.load_dataset revision, e.g. refs/convert/parquet for the hub")
+    ev.add_argument("--glob", default="**/*", help="files to read under a --gold directory (--format ptb)")
+    ev.add_argument("--limit", type=int, help="score only the first N gold trees")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    ev.add_argument("--combine", help=f"direction combinations, comma-separated, from {DIRECTION_COMBINATIONS} "
+                    "(default: mean,forward,backward for bidirectional encoders, forward otherwise)")
+    ev.add_argument("--gate", choices=("forget", "input"), default="forget",
+                    help="distances of the master forget gate (default) or of the master input gate")
+    ev.add_argument("--drop-punctuation", action="store_true",
+                    help="feed the model only the non-punctuation words (default: the whole sentence)")
+    ev.add_argument("--batch-size", type=int, default=64)
+    ev.add_argument("--device", default="cpu")
+    ev.add_argument("--trust-checkpoint", action="store_true",
+                    help="allow full unpickling (checkpoints of models built in Python with factory objects)")
+
+    pl = sub.add_parser("plot", help="master-gate heatmaps and the induced tree of one sentence, as a PNG")
+    pl.add_argument("--checkpoint", required=True)
+    pl.add_argument("--sentence", required=True, help="raw text (tokenised like prediction input) or, with "
+                    "--pretokenized, space-separated tokens")
+    pl.add_argument("--pretokenized", action="store_true")
+    pl.add_argument("--layer", type=int, default=-1, help="layer (negative counts from the top; default -1)")
+    pl.add_argument("--direction", choices=DIRECTIONS, default="forward")
+    pl.add_argument("--out", required=True, help="PNG file to write")
+    pl.add_argument("--device", default="cpu")
+    pl.add_argument("--trust-checkpoint", action="store_true")
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------------ commands
+
+
+def _combinations(spec: str | None, directions: int) -> list[str]:
+    if spec is None:
+        return ["mean", "forward", "backward"] if directions == 2 else ["forward"]
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [s for s in names if s not in DIRECTION_COMBINATIONS]
+    if unknown or not names:
+        raise ValueError(f"--combine takes a comma-separated list of {DIRECTION_COMBINATIONS}, got {spec!r}")
+    if directions == 1 and "backward" in names:
+        raise ValueError("--combine backward needs a bidirectional encoder; this one reads forward only")
+    return list(dict.fromkeys(names))
+
+
+def run_eval(args: argparse.Namespace) -> None:
+    if args.format == "ptb":
+        extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir),
+                                          ("--name", args.name), ("--revision", args.revision)) if value]
+        if extra:
+            raise ValueError(f"{', '.join(extra)} apply to --format ontonotes only")
+        trees, skipped = read_ptb_gold(args.gold, args.glob), 0
+        print(f"read {len(trees)} trees from {args.gold}", file=sys.stderr)
+    else:
+        split = args.split or "test"
+        trees, skipped = read_ontonotes_gold(args.gold, split, args.name, args.data_dir, args.revision)
+        print(f"read {len(trees)} trees from {args.gold} ({split}); {skipped} sentences without a parse tree "
+              f"skipped", file=sys.stderr)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be positive, got {args.limit}")
+        trees = trees[: args.limit]
+    if not trees:
+        raise ValueError(f"no gold trees to score in {args.gold}")
+
+    if args.baseline:
+        if args.combine or args.drop_punctuation:
+            raise ValueError("--combine and --drop-punctuation apply to --checkpoint only")
+        result = baseline_uf1(trees, BASELINES[args.baseline], seed=args.seed)
+        print(format_line(args.baseline, result))
+        _note_empty_gold(result)
+        return
+
+    from onlstm_tasks.tasks.loading import load_probe  # the models (and Lightning) only when needed
+
+    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
+    layers, directions = probe.shape()
+    combinations = _combinations(args.combine, directions)
+    if args.drop_punctuation:
+        inputs = [[w for w, k in zip(t.words(), gold_spans(t)[1]) if k] for t in trees]
+    else:
+        inputs = [t.words() for t in trees]
+    nonempty = [i for i, words in enumerate(inputs) if words]
+    computed = probe.distances([inputs[i] for i in nonempty], args.batch_size, args.gate)
+    distances: list = [None] * len(trees)
+    for i, d in zip(nonempty, computed):
+        distances[i] = d
+    results = score_distances(trees, distances, layers, combinations, kept_input=args.drop_punctuation)
+    labels = {key: f"layer {key[0] + 1} ({key[1]})" for key in results}
+    width = max(map(len, labels.values()))
+    for key, result in results.items():
+        print(format_line(labels[key], result, width))
+    _note_empty_gold(next(iter(results.values())))
+
+
+def _note_empty_gold(result: dict) -> None:
+    if result["no_gold_spans"]:
+        print(f"{result['no_gold_spans']} of {result['sentences']} sentences have no gold span to score (F1 1 if "
+              f"the prediction has none either, else 0)", file=sys.stderr)
+
+
+def run_plot(args: argparse.Namespace) -> None:
+    from onlstm_tasks.data.tokenize import tokenize
+    from onlstm_tasks.tasks.loading import load_probe
+    from onlstm_tasks.trees.induce import tree_to_brackets
+    from onlstm_tasks.trees.render import _pyplot, plot_master_gates
+
+    _pyplot()  # fail before loading the model when matplotlib is missing
+    words = args.sentence.split() if args.pretokenized else tokenize(args.sentence)[0]
+    if not words:
+        raise ValueError("--sentence has no tokens")
+    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
+    layers, directions = probe.shape()
+    direction = DIRECTIONS.index(args.direction)
+    if direction >= directions:
+        raise ValueError("--direction backward needs a bidirectional encoder; this one reads forward only")
+    if not -layers <= args.layer < layers:
+        raise ValueError(f"--layer must be in [-{layers}, {layers}) for this {layers}-layer encoder, got {args.layer}")
+    layer = args.layer % layers
+    gates = probe.master_gates(words, layer, direction)
+    tree = distances_to_tree(gates.distances().tolist())
+    title = f"{Path(args.checkpoint).name}: layer {layer + 1} of {layers}, {args.direction}"
+    out = plot_master_gates(words, gates.forget, gates.input, tree, args.out, title)
+    print(tree_to_brackets(tree, words))
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        {"eval": run_eval, "plot": run_plot}[args.command](args)
+    except (ValueError, FileNotFoundError, ImportError) as err:
+        print(f"onlstm-trees {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Where a model's tree comes from: ``none``, ``induced`` (from the model's own ON-LSTM distances) or ``gold``.
+
+:class:`TreeSource` is the one place the choice is made, shared by the dependency-guided encoder and the
+tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_tasks.interaction.base`:
+
+* ``none``    -> ``None`` (no tree: every token is its own root, so ``h_p(i) = h_i``);
+* ``gold``    -> the batch's gold heads, ``LongTensor [B, T]`` (0-based, root and padding point to themselves);
+* ``induced`` -> from an :class:`~onlstm_tasks.encoders.base.EncoderOutput`'s distances: layer
+  ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
+  ``direction_combination``), then hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head
+  weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from onlstm_tasks.trees.induce import heads_tensor, soft_heads
+
+TREE_SOURCES = ("none", "induced", "gold")
+INDUCED_HEADS = ("hard", "soft")
+DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")
+
+
+@dataclass(frozen=True)
+class TreeSource:
+    kind: str = "none"
+    induced_heads: str = "hard"
+    distance_layer: int = -1
+    direction_combination: str = "mean"
+    soft_temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in TREE_SOURCES:
+            raise ValueError(f"tree_source must be one of {TREE_SOURCES}, got {self.kind!r}")
+        if self.induced_heads not in INDUCED_HEADS:
+            raise ValueError(f"induced_heads must be one of {INDUCED_HEADS}, got {self.induced_heads!r}")
+        if self.direction_combination not in DIRECTION_COMBINATIONS:
+            raise ValueError(f"direction_combination must be one of {DIRECTION_COMBINATIONS}, "
+                             f"got {self.direction_combination!r}")
+        if self.soft_temperature <= 0:
+            raise ValueError(f"soft_temperature must be positive, got {self.soft_temperature}")
+
+    def tree(self, mask: torch.Tensor, gold: torch.Tensor | None = None, encoded=None,
+             encoder: object = None) -> torch.Tensor | None:
+        """The tree for a batch (form per the module docstring).
+
+        ``gold``: the batch's gold heads ``[B, T]`` (needed for ``gold``); ``encoded``: the output of ``encoder``
+        whose distances induce the tree (needed for ``induced``; ``encoder`` only names it in errors).
+        """
+        if self.kind == "none":
+            return None
+        if self.kind == "gold":
+            return self._gold(gold, mask)
+        name = type(encoder).__name__ if encoder is not None else "the encoder"
+        if encoded is None or encoded.distances is None:
+            raise ValueError(f"tree_source='induced' needs an encoder that returns syntactic distances (an ON-LSTM), "
+                             f"but {name} returns none; use tree_source 'gold' or 'none', or an ON-LSTM encoder")
+        layers = encoded.combined_distances(self.direction_combination)  # [layers, B, T]
+        if not -layers.size(0) <= self.distance_layer < layers.size(0):
+            raise ValueError(f"distance_layer={self.distance_layer} is out of range: {name} returns distances of "
+                             f"{layers.size(0)} layer(s)")
+        distances = layers[self.distance_layer]
+        if self.induced_heads == "hard":
+            return heads_tensor(distances, mask)
+        return soft_heads(distances, mask, self.soft_temperature)
+
+    @staticmethod
+    def _gold(gold: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
+        if gold is None:
+            raise ValueError("tree_source='gold' needs gold dependency heads, but the batch has none: every "
+                             "sentence of the split needs a tree (NER: a CoNLL-X/U source, format conllx; aspect "
+                             "sentiment: data.parses pointing at the *_depparsed.json parser output)")
+        if gold.shape != mask.shape or gold.dtype != torch.long:
+            raise ValueError(f"gold heads must be a long tensor of shape {tuple(mask.shape)}, got {gold.dtype} "
+                             f"{tuple(gold.shape)}")
+        lengths = mask.sum(dim=1, keepdim=True)
+        if bool((mask & ((gold < 0) | (gold >= lengths))).any()):
+            raise ValueError("gold heads must be 0-based positions of real tokens of the same sentence")
+        self_idx = torch.arange(mask.size(1), device=gold.device).expand_as(gold)
+        return torch.where(mask, gold, self_idx)  # padding points to itself whatever the collate wrote
