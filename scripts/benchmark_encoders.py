@@ -1,35 +1,56 @@
-"""Encoder speed at NER shapes: ON-LSTM vs nn.LSTM vs the plain reference cell, as ratios from one run.
+"""Encoder speed at NER shapes: ON-LSTM vs nn.LSTM (and the plain reference cell), as ratios from one run.
 
-    python scripts/benchmark_encoders.py [--batch 32 --length 40 --input 128 --hidden 256 --chunk 8]
+    python scripts/benchmark_encoders.py [--quick] [--threads 1] [--clock cpu] [--batch 32 --length 40 ...]
 
-Prints absolute median times (ms) and ratios to ``nn.LSTM`` for inference (no grad) and forward+backward,
-plus the machine it ran on. Not a test: numbers go in issue notes.
+For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
+it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
+DropConnect on vs off in training, the reference cell (one configuration: it is slow) and the machine.
+
+How it is measured:
+- the contenders of one configuration are timed in turns (A B A B ...) and reported as medians, so a load
+  that comes and goes affects both alike;
+- ``nn.LSTM`` honours a mask the way it can: a packed sequence (pack + run + unpack, all timed); with a full
+  mask it runs on the plain tensor. ON-LSTM gets the mask (or none) as its ``forward`` argument;
+- inference is eval mode under ``torch.no_grad()``; forward+backward is training mode (no dropout) with
+  ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
+  ``input_distances.sum()`` for ON-LSTM, which later losses use).
+On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
+cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
+layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its time loop in
+Python over whole-batch tensor operations. Not a test: numbers go in issue notes.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.reference import reference_encode
 
 
-def median_ms(fn, repeats: int, warmup: int = 2) -> float:
+def interleaved_medians(fns: list[Callable[[], None]], repeats: int, warmup: int = 2,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Median milliseconds of each of ``fns``, timed in turns so that background load hits all alike."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns:
+            fn()
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+        for fn, ts in zip(fns, times):
+            start = clock()
+            fn()
+            ts.append((clock() - start) * 1000)
+    return [statistics.median(ts) for ts in times]
 
 
 def machine() -> str:
@@ -43,6 +64,89 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
+def lstm_step(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) -> Callable[[], None]:
+    full = bool(mask.all())
+    lengths = mask.sum(1).cpu()
+
+    def step() -> None:
+        lstm.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(grad):
+            inp = x.detach().requires_grad_(grad)
+            if full:
+                out = lstm(inp)[0]
+            else:
+                packed = pack_padded_sequence(inp, lengths, batch_first=True, enforce_sorted=False)
+                out = pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=x.size(1))[0]
+            if grad:
+                out.sum().backward()
+    return step
+
+
+def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) -> Callable[[], None]:
+    def step() -> None:
+        enc.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(grad):
+            out = enc(x.detach().requires_grad_(grad), mask)
+            if grad:
+                (out.hidden.sum() + out.distances.sum() + out.input_distances.sum()).backward()
+    return step
+
+
+def encoder_table(args, x, masks, repeats, clock) -> None:
+    """nn.LSTM vs ONLSTM for every configuration."""
+    header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    for bi, layers, mask_name, grad in itertools.product((False, True), (1, 2), masks, (False, True)):
+        torch.manual_seed(1)
+        lstm = nn.LSTM(args.input, args.hidden, num_layers=layers, bidirectional=bi, batch_first=True).train(grad)
+        enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).train(grad)
+        mask = masks[mask_name]
+        t_lstm, t_on = interleaved_medians([lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad)],
+                                           repeats, clock=clock)
+        mode = "forward+backward" if grad else "inference"
+        print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  {mode:<17}{t_lstm:>11.2f}{t_on:>11.2f}"
+              f"{t_on / t_lstm:>7.2f}x")
+
+
+def dropconnect_lines(args, x, masks, repeats, clock) -> None:
+    """What DropConnect costs in training: the same ONLSTM with p=0.3 vs p=0 (twice the repeats: a small gap)."""
+    print("\nDropConnect (p=0.3) in training, forward+backward: ON-LSTM with vs without")
+    for bi, layers, mask_name in ((False, 1, "full"), (True, 2, "mixed")):
+        torch.manual_seed(1)
+        off = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).train()
+        on = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi, dropconnect=0.3)
+        on.load_state_dict(off.state_dict())
+        on.train()
+        mask = masks[mask_name]
+        t_off, t_on = interleaved_medians([onlstm_step(off, x, mask, True), onlstm_step(on, x, mask, True)],
+                                          2 * repeats, clock=clock)
+        print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  off {t_off:.2f} ms, on {t_on:.2f} ms: "
+              f"{100 * (t_on / t_off - 1):+.1f}%")
+
+
+def reference_lines(args, x, mask, repeats, clock) -> None:
+    """The plain reference cell (one sentence and one step at a time) against nn.LSTM, one configuration."""
+    print("\nreference cell (uni, 1 layer, full mask; one sentence and one step at a time)")
+    torch.manual_seed(1)
+    lstm = nn.LSTM(args.input, args.hidden, batch_first=True)
+    enc = ONLSTM(args.input, args.hidden, args.chunk)
+
+    def reference(grad: bool) -> Callable[[], None]:
+        def step() -> None:
+            with torch.set_grad_enabled(grad):
+                out = reference_encode(enc, x, mask)[0]
+                if grad:
+                    out.sum().backward()
+        return step
+
+    for grad in (False, True):
+        t_lstm, t_ref = interleaved_medians([lstm_step(lstm, x, mask, grad), reference(grad)], repeats, warmup=0,
+                                            clock=clock)
+        mode = "forward+backward" if grad else "inference"
+        print(f"{mode:<17} nn.LSTM {t_lstm:.2f} ms, reference {t_ref:.1f} ms: {t_ref / t_lstm:.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
@@ -50,41 +154,36 @@ def main() -> None:
     ap.add_argument("--input", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--chunk", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--reference-repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=15, help="timed runs per contender and configuration")
+    ap.add_argument("--quick", action="store_true", help="5 repeats, reference cell skipped")
+    ap.add_argument("--reference-repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or this process's CPU time (steadier on a busy machine; with several threads "
+                         "it adds up their times)")
     args = ap.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    repeats = 5 if args.quick else args.repeats
     torch.manual_seed(0)
     x = torch.randn(args.batch, args.length, args.input)
-    mask = torch.ones(args.batch, args.length, dtype=torch.bool)
-    lstm = nn.LSTM(args.input, args.hidden, batch_first=True)
-    onlstm = ONLSTM(args.input, args.hidden, args.chunk)
-
-    def run(model, grad: bool):
-        def step():
-            with torch.set_grad_enabled(grad):
-                inp = x.requires_grad_(grad)
-                out = model(inp)[0] if isinstance(model, nn.LSTM) else model(inp, mask).hidden
-                if grad:
-                    out.sum().backward()
-        return step
-
-    def reference(grad: bool):
-        def step():
-            with torch.set_grad_enabled(grad):
-                out = reference_encode(onlstm, x, mask)[0]
-                if grad:
-                    out.sum().backward()
-        return step
+    # mixed lengths: uniform in [length/4, length], one row full
+    lengths = torch.randint(args.length // 4, args.length + 1, (args.batch,))
+    lengths[0] = args.length
+    masks = {
+        "full": torch.ones(args.batch, args.length, dtype=torch.bool),
+        "mixed": torch.arange(args.length)[None, :] < lengths[:, None],
+    }
 
     print(f"machine: {machine()}")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
-          f"chunk {args.chunk} (unidirectional, 1 layer, full-length batch)")
-    print(f"{'mode':<18}{'nn.LSTM ms':>12}{'ONLSTM ms':>12}{'reference ms':>14}{'ONLSTM/LSTM':>13}{'ref/LSTM':>10}")
-    for label, grad in (("inference", False), ("forward+backward", True)):
-        t_lstm = median_ms(run(lstm, grad), args.repeats)
-        t_on = median_ms(run(onlstm, grad), args.repeats)
-        t_ref = median_ms(reference(grad), args.reference_repeats, warmup=0)
-        print(f"{label:<18}{t_lstm:>12.2f}{t_on:>12.2f}{t_ref:>14.1f}{t_on / t_lstm:>12.2f}x{t_ref / t_lstm:>9.1f}x")
+          f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
+          f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")
+    encoder_table(args, x, masks, repeats, clock)
+    dropconnect_lines(args, x, masks, repeats, clock)
+    if not args.quick:
+        reference_lines(args, x, masks["full"], args.reference_repeats, clock)
 
 
 if __name__ == "__main__":

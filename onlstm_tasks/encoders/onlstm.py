@@ -7,9 +7,9 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from .base import EncoderOutput, SequenceEncoder, reverse_padded
+from .base import EncoderOutput, SequenceEncoder
 from .dropout import check_probability, drop_connect, locked_dropout
-from .onlstm_cell import ONLSTMCell
+from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions
 
 
 class ONLSTM(SequenceEncoder):
@@ -64,45 +64,44 @@ class ONLSTM(SequenceEncoder):
     def recurrent_weights(self) -> list[torch.Tensor]:
         """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode.
 
-        One sample per cell, in cell order (layer-major, forward direction first).
+        One sample per cell, in cell order (layer-major, forward direction first). The masks are those of
+        :func:`drop_connect` (each entry kept with probability ``1 - p``, kept ones scaled by ``1 / (1 - p)``), drawn
+        for all cells at once by thresholding uniform noise: on CPU several times faster than the ``bernoulli_`` of
+        ``F.dropout``, which alone cost about 4% of a training step at NER shapes.
         """
-        return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
+        if not self.training or self.dropconnect == 0.0:
+            return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
+        keep = 1.0 - self.dropconnect
+        first = self.cells[0].weight_hh
+        masks = torch.rand(len(self.cells), *first.shape, dtype=first.dtype, device=first.device)
+        masks.lt_(keep).mul_(1.0 / keep)  # in place: 1 / (1 - p) where kept, else 0
+        return [cell.weight_hh * mask for cell, mask in zip(self.cells, masks)]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
         mask = self.check_inputs(x, mask)
-        lengths = mask.sum(dim=1)
-        full = bool((lengths == x.size(1)).all())
-        step_mask = None if full else mask
+        full = bool(mask.all())
+        plan = BatchPlan(None if full else mask, x.size(0), x.size(1), x.device)
         weights = self.recurrent_weights()
-        keep = mask.unsqueeze(-1).to(x.dtype)
+        dirs = self.num_directions
 
         layers, dist_forget, dist_input = [], [], []
         layer_input = x
         for layer in range(self.num_layers):
             if layer > 0:
                 layer_input = locked_dropout(layer_input, self.dropout, self.training)
-            outputs, d_f, d_i = [], [], []
-            for direction in range(self.num_directions):
-                index = layer * self.num_directions + direction
-                seq = layer_input if direction == 0 else reverse_padded(layer_input, lengths)
-                h, f, i = self.cells[index].run(seq, step_mask, weights[index])
-                if direction == 1:
-                    h, f, i = (reverse_padded(v, lengths) for v in (h, f, i))
-                outputs.append(h)
-                d_f.append(f)
-                d_i.append(i)
-            hidden = torch.cat(outputs, dim=-1) * keep if self.bidirectional else outputs[0] * keep
+            cells = list(self.cells[layer * dirs : (layer + 1) * dirs])
+            # both directions side by side; states and distances come back zero at padded steps
+            hidden, d_f, d_i = run_directions(cells, layer_input, plan, weights[layer * dirs : (layer + 1) * dirs])
             layers.append(hidden)
-            dist_forget.append(torch.stack(d_f))
-            dist_input.append(torch.stack(d_i))
+            dist_forget.append(d_f)
+            dist_input.append(d_i)
             layer_input = hidden
 
-        float_mask = mask.to(x.dtype)
         return EncoderOutput(
             hidden=layers[-1],
             layers=tuple(layers),
-            distances=torch.stack(dist_forget) * float_mask,
-            input_distances=torch.stack(dist_input) * float_mask,
+            distances=torch.stack(dist_forget),
+            input_distances=torch.stack(dist_input),
         )
 
     def load_reference_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:

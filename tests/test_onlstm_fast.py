@@ -1,0 +1,133 @@
+"""The fast ON-LSTM path (hand-written autograd Function) against the plain reference cell, which stays the oracle."""
+
+import pytest
+import torch
+
+from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.encoders.onlstm_function import ONLSTMLayerFunction, _segments, onlstm_layer
+from onlstm_tasks.encoders.reference import reference_encode
+
+TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
+# unsorted, with ties, shorter than T everywhere but row 1: exercises sorting, runs of steps on fewer rows and
+# rows that keep stepping past their end inside a run
+LENGTHS = [7, 9, 1, 8, 9, 5, 2, 8]
+
+
+def batch(dtype, lengths=LENGTHS, steps=9, features=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(len(lengths), steps, features, generator=g, dtype=dtype)
+    mask = torch.arange(steps)[None, :] < torch.tensor(lengths)[:, None]
+    return x, mask
+
+
+def loss_fn(out_h, out_f, out_i, seed=1):
+    """A loss that weights every output differently, so that every gradient path is exercised."""
+    g = torch.Generator().manual_seed(seed)
+    w_h = torch.randn(out_h.shape, generator=g, dtype=out_h.dtype)
+    w_f = torch.randn(out_f.shape, generator=g, dtype=out_f.dtype)
+    return (out_h * w_h).sum() + (out_f * w_f).sum() + out_i.pow(2).sum()
+
+
+def compare_with_reference(enc, x, mask, recurrent_weights=None, fast_out=None):
+    tol = TOLERANCE[x.dtype]
+    x = x.detach().requires_grad_()
+    out = enc(x, mask) if fast_out is None else fast_out(x)
+    ref = reference_encode(enc, x, mask, recurrent_weights=recurrent_weights)
+    for got, want in zip((out.hidden, out.distances, out.input_distances), ref):
+        torch.testing.assert_close(got, want, rtol=0, atol=tol)
+    params = [x, *enc.parameters()]
+    fast_grads = torch.autograd.grad(loss_fn(out.hidden, out.distances, out.input_distances), params)
+    ref_grads = torch.autograd.grad(loss_fn(*ref), params)
+    names = ["x", *(n for n, _ in enc.named_parameters())]
+    for name, g_fast, g_ref in zip(names, fast_grads, ref_grads):
+        torch.testing.assert_close(g_fast, g_ref, rtol=0, atol=tol, msg=lambda m: f"gradient of {name}: {m}")
+    assert (fast_grads[0][~mask] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("master_input", ["paper", "symmetric"])
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (False, 2), (True, 1), (True, 2)])
+def test_matches_reference_with_mixed_lengths(dtype, master_input, bidirectional, num_layers):
+    torch.manual_seed(0)
+    enc = ONLSTM(5, 12, 3, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input).to(dtype)
+    x, mask = batch(dtype)
+    compare_with_reference(enc, x, mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matches_reference_without_padding_and_when_every_row_ends_early(dtype):
+    torch.manual_seed(1)
+    enc = ONLSTM(5, 12, 4, num_layers=2, bidirectional=True).to(dtype)
+    x, mask = batch(dtype, lengths=[9] * 4)
+    compare_with_reference(enc, x, mask)  # full batch: one run of steps over every row
+    compare_with_reference(enc, x, mask, fast_out=lambda x: enc(x))  # the same with the mask omitted
+    x, mask = batch(dtype, lengths=[6, 3, 6, 2])  # the last three steps are padding everywhere
+    compare_with_reference(enc, x, mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dropconnect_in_training_matches_reference_on_the_sampled_weights(dtype):
+    enc = ONLSTM(5, 12, 3, num_layers=2, bidirectional=True, dropconnect=0.4).to(dtype).train()
+    x, mask = batch(dtype)
+    torch.manual_seed(42)
+    weights = enc.recurrent_weights()  # what a forward pass under this seed samples: one matrix per cell
+    assert all((w == 0).any() for w in weights)
+
+    def fast(x):
+        torch.manual_seed(42)
+        return enc(x, mask)
+
+    compare_with_reference(enc, x, mask, recurrent_weights=weights, fast_out=fast)
+
+
+def test_inference_path_equals_the_training_path():
+    torch.manual_seed(2)
+    enc = ONLSTM(5, 12, 3, num_layers=2, bidirectional=True).double()
+    x, mask = batch(torch.float64)
+    with torch.no_grad():
+        fast = enc(x, mask)
+    slow = enc(x.requires_grad_(), mask)
+    for a, b in zip((fast.hidden, fast.distances, fast.input_distances),
+                    (slow.hidden, slow.distances, slow.input_distances)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_padding_may_hold_nan():
+    torch.manual_seed(3)
+    enc = ONLSTM(5, 12, 3, bidirectional=True)
+    x, mask = batch(torch.float32)
+    clean = enc(x, mask)
+    x = torch.where(mask[..., None], x, torch.tensor(float("nan"))).requires_grad_()
+    out = enc(x, mask)
+    torch.testing.assert_close(out.hidden, clean.hidden)
+    loss_fn(out.hidden, out.distances, out.input_distances).backward()
+    assert (x.grad[~mask] == 0).all() and torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in enc.parameters())
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("dirs", [1, 2])
+@pytest.mark.parametrize("batch_sizes", [[3, 3, 3], [4, 4, 3, 1], [8, 7, 7, 6, 2, 1, 0]])
+def test_gradcheck_through_the_function(symmetric, dirs, batch_sizes):
+    """float64 gradcheck of (x, W_ih, bias, W_hh) -> (h, forget distances, input distances), padding included."""
+    torch.manual_seed(4)
+    hidden, levels, features = 4, 2, 3
+    gates = 4 * hidden + 2 * levels
+    steps, rows = len(batch_sizes), batch_sizes[0]
+    args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
+            ((dirs, steps, rows, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
+    assert torch.autograd.gradcheck(lambda *a: ONLSTMLayerFunction.apply(*a, batch_sizes, symmetric), args)
+
+
+def test_double_backward_is_refused():
+    args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
+            ((1, 3, 2, 3), (1, 20, 3), (1, 20), (1, 20, 4))]
+    h, _, _ = onlstm_layer(*args, [2, 2, 2], False)
+    (grad,) = torch.autograd.grad(h.pow(2).sum(), args[0], create_graph=True)
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(grad.sum(), args[0])
+
+
+def test_segments_shrink_once_enough_rows_have_ended():
+    assert _segments([8, 8, 7, 6, 6, 3, 1, 0]) == [(8, 0, 3), (6, 3, 5), (3, 5, 6), (1, 6, 7)]
+    assert _segments([4] * 5) == [(4, 0, 5)]
