@@ -16,7 +16,8 @@ class JsonlPredictionWriter(BasePredictionWriter):
 
     Each task's ``predict_step`` returns a list of dicts with an ``index`` (position of the example in the
     predict split); entities given as ``(type, start, end)`` token spans are expanded with the character span
-    and the text when the example has offsets. Under DDP each process writes ``<stem>.rank<N>.jsonl``.
+    and the text when the example has offsets, and an aspect's ``term`` and ``char_span`` (as the input gave them)
+    are added when the example has them. Under DDP each process writes ``<stem>.rank<N>.jsonl``.
     """
 
     def __init__(self, output: str = "predictions.jsonl") -> None:
@@ -40,6 +41,9 @@ class JsonlPredictionWriter(BasePredictionWriter):
         record = {k: v for k, v in row.items() if k not in ("index", "entities")}
         if example.text is not None:
             record = {"text": example.text, **record}
+        for key in ("term", "char_span"):  # aspect sentiment: the aspect as the input gave it
+            if key in example.meta:
+                record[key] = list(example.meta[key]) if key == "char_span" else example.meta[key]
         if "entities" in row:
             entities = []
             for label, start, end in row["entities"]:

@@ -16,9 +16,11 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from onlstm_tasks.classification_report import format_report
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.encoders.base import SequenceEncoder
+from onlstm_tasks.encoders.base import SequenceEncoder, encode
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
+from onlstm_tasks.trees.source import TreeSource
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +129,11 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
                 path.write_text(report)
 
     def predict_step(self, batch, batch_idx):
+        """Per example: the aspect (tokens and token span), the polarity and class probabilities, and the tree the
+        sentence encoder induces (``tree``, ``heads``) when the head has one over the whole sentence and it is an
+        ON-LSTM (the JSONL writer adds the aspect term and character span from the input)."""
         probabilities = torch.softmax(self(batch), dim=-1)
+        trees = self._induced_trees(batch)
         rows = []
         for row, index in enumerate(batch.index):
             p = probabilities[row]
@@ -135,8 +141,23 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
             span = batch.aspect_mask[row].nonzero().flatten().tolist()
             rows.append({"index": index, "aspect": " ".join(words[span[0]: span[-1] + 1]),
                          "span": [span[0], span[-1] + 1], "polarity": self.labels[int(p.argmax())],
-                         "probabilities": {label: round(float(v), 6) for label, v in zip(self.labels, p)}})
+                         "probabilities": {label: round(float(v), 6) for label, v in zip(self.labels, p)},
+                         **trees[row]})
         return rows
+
+    def _induced_trees(self, batch) -> list[dict]:
+        """Tree fields per row (:func:`induced_tree_fields`), read as the head's own ``tree_source`` would read
+        them (its ``distance_layer`` and ``direction_combination``); empty dicts for heads without an encoder over
+        the sentence alone (TD/TC, attention) or encoders without distances."""
+        try:
+            encoder = self.sentence_encoder()
+        except ValueError:
+            return [{} for _ in batch.index]
+        source = getattr(self.head, "tree_source", TreeSource())
+        mask = batch.tokens.mask
+        encoded = encode(encoder, self.embedder(batch.tokens), mask, getattr(batch, "heads", None))
+        return induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
+                                   source.direction_combination)
 
     def configure_optimizers(self):
         factory = self.optimizer_factory or (lambda params: torch.optim.Adam(params, lr=1e-3))

@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
 
 log = logging.getLogger(__name__)
@@ -112,14 +113,18 @@ class NERTagger(EncodesWords, pl.LightningModule):
             self.log(f"{prefix}_{key}", value, prog_bar=key == "f1", rank_zero_only=False)
 
     def predict_step(self, batch, batch_idx):
-        tags = self.net.decode(batch.tokens, batch_heads(batch))
+        """Per sentence: tokens, IOB2 tags, entities and (ON-LSTM encoders) the induced ``tree`` and ``heads``."""
+        mask = batch.tokens.mask
+        emissions, encoded = self.net.emissions(batch.tokens, batch_heads(batch))
+        tags = self.net.crf.decode(emissions, mask)
+        trees = induced_tree_fields(encoded, mask, batch.tokens.words)
         out = []
         for row, index in enumerate(batch.index):
-            n = int(batch.tokens.mask[row].sum())
+            n = int(mask[row].sum())
             labels = [self.labels[i] for i in tags[row, :n].tolist()]
             iob2 = labels if self.tag_scheme == "iob2" else convert_scheme(labels, "iob2")
             out.append({"index": index, "tokens": batch.tokens.words[row], "tags": iob2,
-                        "entities": entity_spans(iob2)})
+                        "entities": entity_spans(iob2), **trees[row]})
         return out
 
     # ---- optimisation -------------------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""The tree a model induces for each predicted sentence, as JSON-ready fields of its prediction record.
+
+Both tasks' ``predict`` output carries, for encoders that return ON-LSTM distances, ``tree`` (the greedy binary
+tree over the sentence's tokens, bracketed, e.g. ``"((The cat) (sat down))"``) and ``heads`` (1-based, 0 = root,
+the CoNLL convention), both read off layer ``layer`` of the encoder output's distances with the directions merged
+by ``directions`` (the defaults of :class:`~onlstm_tasks.trees.source.TreeSource`: last layer, mean). Brackets in
+words are written as the Penn Treebank's ``-LRB-``/``-RRB-`` (and ``-LCB-``/``-RCB-``) so the tree string parses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from onlstm_tasks.encoders.base import EncoderOutput
+from onlstm_tasks.trees.induce import distances_to_heads, distances_to_tree, tree_to_brackets
+
+PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "{": "-LCB-", "}": "-RCB-"}
+
+
+def escape_brackets(word: str) -> str:
+    """``(`` -> ``-LRB-`` and the like, whole words only (as in the Penn Treebank); others unchanged."""
+    return PTB_ESCAPES.get(word, word)
+
+
+def induced_tree_fields(
+    encoded: EncoderOutput, mask: torch.Tensor, words: Sequence[Sequence[str]], layer: int = -1,
+    directions: str = "mean",
+) -> list[dict]:
+    """One ``{"tree": str, "heads": list[int]}`` per batch row, or one empty dict per row when the encoder
+    returns no distances (LSTM, GRU, ...). ``mask`` [B, T] bool, left-aligned; ``words`` the rows' tokens."""
+    if encoded.distances is None:
+        return [{} for _ in words]
+    distances = encoded.combined_distances(directions)[layer].detach().float().cpu()  # [B, T]
+    lengths = mask.sum(dim=1).tolist()
+    fields = []
+    for row, tokens in enumerate(words):
+        values = distances[row, : lengths[row]].tolist()
+        tree = distances_to_tree(values)
+        fields.append({"tree": tree_to_brackets(tree, [escape_brackets(w) for w in tokens]),
+                       "heads": distances_to_heads(values)})
+    return fields
