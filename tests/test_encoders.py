@@ -173,8 +173,12 @@ def test_bad_inputs_name_the_argument(enc):
 def test_combined_distances():
     enc = ONLSTM(6, 8, 2, num_layers=2, bidirectional=True)
     out = enc(*padded_batch())
-    torch.testing.assert_close(out.combined_distances("mean"), out.distances.mean(1))
-    torch.testing.assert_close(out.combined_distances("backward", which="input"), out.input_distances[:, 1])
+    forward, backward = out.distances[:, 0], out.distances[:, 1]
+    aligned = torch.cat((torch.zeros_like(backward[..., :1]), backward[..., :-1]), dim=-1)  # see test_direction_alignment
+    torch.testing.assert_close(out.combined_distances("mean"), (forward + aligned) / 2)
+    torch.testing.assert_close(out.combined_distances("forward"), forward)
+    backward_input = out.input_distances[:, 1]
+    torch.testing.assert_close(out.combined_distances("backward", which="input")[..., 1:], backward_input[..., :-1])
     assert out.combined_distances("max").shape == (2, 4, 7)
     with pytest.raises(ValueError, match="no distances"):
         LSTM(6, 8)(*padded_batch()).combined_distances()

@@ -40,7 +40,7 @@ def test_hand_made_distances_give_the_known_tree_and_heads() -> None:
 
 def test_layer_and_direction_choice() -> None:
     forward = torch.tensor([[0.0, 0.0, 1.0]])  # split at token 2: ((a b) c)
-    backward = torch.tensor([[0.0, 1.0, 0.0]])  # split at token 1: (a (b c))
+    backward = torch.tensor([[1.0, 0.0, 0.0]])  # as a forward pass: (a (b c)); as a backward one, aligned: [0, 1, 0]
     d = torch.stack([torch.stack([forward, backward]), torch.stack([backward, forward])])  # [2 layers, 2 dirs]
     mask = torch.ones(1, 3, dtype=torch.bool)
     words = [["a", "b", "c"]]

@@ -33,7 +33,7 @@ class EncoderOutput:
 
     For a bidirectional ON-LSTM, direction 0 is the forward pass and direction 1 the backward pass; both are
     indexed by token position (the backward pass's value at position t was computed when it read token t).
-    :meth:`combined_distances` merges them.
+    :meth:`combined_distances` merges them, aligned on the boundary each value marks (:func:`combine_directions`).
     """
 
     hidden: torch.Tensor
@@ -57,22 +57,39 @@ class EncoderOutput:
 
 
 def combine_directions(distances: torch.Tensor, how: str = "mean", dim: int = 1) -> torch.Tensor:
-    """Merges the direction axis ``dim`` of a distance tensor (e.g. [layers, directions, B, T] with ``dim=1``, or
-    one sentence's [layers, directions, T]): ``mean``, ``forward``, ``backward``, ``max`` or ``min`` (see
-    :meth:`EncoderOutput.combined_distances`)."""
-    if how == "mean":
-        return distances.mean(dim=dim)
+    """Merges the direction axis ``dim`` of a distance tensor whose last axis is time (e.g. [layers, directions,
+    B, T] with ``dim=1``, or one sentence's [layers, directions, T]): ``mean``, ``forward``, ``backward``, ``max``
+    or ``min`` (see :meth:`EncoderOutput.combined_distances`).
+
+    Alignment: a large forward value at token t marks a boundary *before* t (the forward pass closes levels as t
+    arrives), the convention of :mod:`onlstm_tasks.trees.induce`; a large backward value at token t marks a
+    boundary *after* t (the backward pass reads t + 1 first). So the backward values are moved one token to the
+    right (:func:`backward_as_boundaries`) before they are used alone or merged. Position 0 (the boundary before
+    the sentence, which no split uses to separate two tokens) gets 0 from the backward pass. Values at padded
+    positions are unspecified: readers take each row's real tokens only.
+    """
+    if how not in DIRECTION_COMBINATIONS:
+        raise ValueError(f"how must be one of {DIRECTION_COMBINATIONS}, got {how!r}")
     if how == "forward":
         return distances.select(dim, 0)
-    if how == "backward":
-        if distances.size(dim) < 2:
+    if distances.size(dim) < 2:
+        if how == "backward":
             raise ValueError("how='backward' needs a bidirectional encoder")
-        return distances.select(dim, 1)
-    if how == "max":
-        return distances.max(dim=dim).values
-    if how == "min":
-        return distances.min(dim=dim).values
-    raise ValueError(f"how must be one of {DIRECTION_COMBINATIONS}, got {how!r}")
+        return distances.select(dim, 0)  # one direction: nothing to merge
+    forward = distances.select(dim, 0)
+    backward = backward_as_boundaries(distances.select(dim, 1))
+    if how == "backward":
+        return backward
+    both = torch.stack((forward, backward), dim=dim)
+    if how == "mean":
+        return both.mean(dim=dim)
+    return both.max(dim=dim).values if how == "max" else both.min(dim=dim).values
+
+
+def backward_as_boundaries(backward: torch.Tensor) -> torch.Tensor:
+    """Backward-pass distances [..., T] moved one token right, so that position t holds the value computed when
+    the backward pass read token t - 1 (the boundary between t - 1 and t); position 0 gets 0."""
+    return torch.cat((torch.zeros_like(backward[..., :1]), backward[..., :-1]), dim=-1)
 
 
 class SequenceEncoder(nn.Module):

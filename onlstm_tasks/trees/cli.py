@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from onlstm_tasks.data.examples import DataFormatError
-from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, combine_directions
+from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, backward_as_boundaries, combine_directions
 from onlstm_tasks.trees.induce import distances_to_tree, tree_to_spans
 from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans, prediction_spans, scored_spans
 from onlstm_tasks.trees.ptb import Tree, parse_tree, read_trees
@@ -243,7 +243,10 @@ def run_plot(args: argparse.Namespace) -> None:
         raise ValueError(f"--layer must be in [-{layers}, {layers}) for this {layers}-layer encoder, got {args.layer}")
     layer = args.layer % layers
     gates = probe.master_gates(words, layer, direction)
-    tree = distances_to_tree(gates.distances().tolist())
+    distances = gates.distances()
+    if direction == 1:  # the backward pass marks the boundary after each token: align it as combine_directions does
+        distances = backward_as_boundaries(distances)
+    tree = distances_to_tree(distances.tolist())
     title = f"{Path(args.checkpoint).name}: layer {layer + 1} of {layers}, {args.direction}"
     out = plot_master_gates(words, gates.forget, gates.input, tree, args.out, title)
     print(tree_to_brackets(tree, words))

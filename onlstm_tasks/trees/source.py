@@ -21,7 +21,7 @@ from onlstm_tasks.trees.induce import heads_tensor, soft_heads
 
 TREE_SOURCES = ("none", "induced", "gold")
 INDUCED_HEADS = ("hard", "soft")
-DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")
+DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")  # of encoders.base.combine_directions
 
 
 @dataclass(frozen=True)
