@@ -1,5 +1,5 @@
 """AspectSentimentDataModule: labels, carved validation, batches and aspect masks, vocab_from, prediction files,
-and the shared laptops kit in both of its formats."""
+the shared laptops kit in both of its formats, and the repairs of gold trees counted per split."""
 
 from __future__ import annotations
 
@@ -206,3 +206,52 @@ def test_shared_laptops_data_module_builds_on_parquet_and_xml() -> None:
     assert counts == {"train": {"positive": 878, "negative": 776, "neutral": 406},
                       "validation": {"positive": 109, "negative": 90, "neutral": 54},
                       "test": {"positive": 341, "negative": 128, "neutral": 169}}
+
+
+# ---- gold trees: repairs counted per split ---------------------------------------------------------------------
+
+PARSES = FIXTURES / "parses"
+SPLIT_FILES = {"train": "Gadgets_Train_v1.xml", "validation": "Gadgets_Test_Gold.xml", "test": "Gadgets_Test_Gold.xml"}
+
+
+def test_gold_tree_repairs_are_counted_and_logged_per_split(tmp_path, caplog) -> None:
+    (tmp_path / "Gadgets_Train_depparsed.json").write_text((PARSES / "Gadgets_Train_depparsed.json").read_text())
+    rows = {row["sentence"]: row for row in json.loads((PARSES / "Gadgets_Test_Gold_depparsed.json").read_text())}
+    charger, display = rows["The charger is bulky."], rows["Great display, weak hinges."]
+    # a second "." the text does not have (dropped) ...
+    charger["tokens"].append(".")
+    charger["dependencies"].append(["punct", 4, 6])
+    # ... no token for the final "." (the word is attached to its neighbour) ...
+    display["tokens"].pop()
+    display["dependencies"] = [arc for arc in display["dependencies"] if arc[2] != 6]
+    # ... and a second, different parse of a sentence (ignored: the first one is kept)
+    setup = rows["Setup took ten minutes with the wizard."]
+    rerun = {**setup, "tokens": ["nothing", "matches"], "dependencies": [["root", 0, 1], ["dep", 1, 2]]}
+    (tmp_path / "Gadgets_Test_Gold_depparsed.json").write_text(json.dumps([*rows.values(), rerun]))
+    data = AspectSentimentDataModule(path=str(FIXTURES / "xml"), parses=str(tmp_path), data_files=SPLIT_FILES)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        data.setup("test")
+    assert "gold trees of 9 sentences from" in caplog.text and "(1 texts parsed more than once" in caplog.text
+    assert ("gold trees for split test: 3 sentences; 1 parser tokens without a match dropped; 1 words attached "
+            "to a neighbour; 0 extra roots attached to the highest word; 0 flat fallbacks; 1 duplicate texts "
+            "(first parse kept)") in caplog.text
+    by_words = {tuple(words): heads[: len(words)] for batch in data.test_dataloader()
+                for words, heads in zip(batch.tokens.words, batch.heads.tolist())}
+    assert by_words[("Great", "display", ",", "weak", "hinges", ".")] == [1, 1, 1, 4, 1, 4]  # "." -> hinges
+    assert by_words[("The", "charger", "is", "bulky", ".")] == [1, 3, 3, 3, 3]  # the parser's extra "." is gone
+    assert by_words[("Setup", "took", "ten", "minutes", "with", "the", "wizard", ".")][1] == 1  # first parse
+
+
+def test_a_parse_matching_no_word_gives_a_counted_flat_tree(tmp_path, caplog) -> None:
+    (tmp_path / "Gadgets_Train_depparsed.json").write_text((PARSES / "Gadgets_Train_depparsed.json").read_text())
+    rows = json.loads((PARSES / "Gadgets_Test_Gold_depparsed.json").read_text())
+    rows[1] = {**rows[1], "tokens": ["zzz"], "dependencies": [["root", 0, 1]]}  # The charger is bulky.
+    (tmp_path / "Gadgets_Test_Gold_depparsed.json").write_text(json.dumps(rows))
+    data = AspectSentimentDataModule(path=str(FIXTURES / "xml"), parses=str(tmp_path), data_files=SPLIT_FILES)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        data.setup("test")
+    assert "split test: 3 sentences; 1 parser tokens without a match dropped; 0 words attached" in caplog.text
+    assert "1 flat fallbacks" in caplog.text
+    batch = next(iter(data.test_dataloader()))
+    heads = {tuple(w): h[: len(w)] for w, h in zip(batch.tokens.words, batch.heads.tolist())}
+    assert heads[("The", "charger", "is", "bulky", ".")] == [0, 0, 0, 0, 0]  # every word under the first

@@ -1,4 +1,5 @@
-"""NERDataModule: vocabularies, labels, long sentences, carved validation, vocab_from, prediction files, batches.
+"""NERDataModule: vocabularies, labels, long sentences, carved validation, vocab_from, prediction files, batches,
+gold heads from parse trees.
 
 Expected values come from reading the column files independently here (``read_sentences``), not from the
 package's readers.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from shared_data import SHARED_DATA, requires_shared_data
 
 from onlstm_tasks.data.examples import DataFormatError, Example
 from onlstm_tasks.data.ner import NERDataModule, read_prediction_file, split_long
@@ -436,3 +438,93 @@ def test_batch_tensors(dm, sample) -> None:
                 assert n_chars[b, : len(words)].tolist() == [min(len(w), 30) for w in words]
             seen += batch.index
         assert sorted(seen) == list(range(len(sample[split]))), split
+
+
+# ---- gold trees from parse trees ------------------------------------------------------------------------------
+
+CONLL2012 = Path(__file__).resolve().parent / "fixtures" / "ner" / "conll2012"
+# train/nw/toy_0001 sentence 1: (TOP(S(NP Clara Mendes)(VP left (NP Porto)(PRN -LRB- (ADVP twice) -RRB-))(. .)))
+# Collins rules by hand: NP -> its last NNP (Mendes); VP -> VBD (left); PRN -> first non-punctuation child
+# (twice); S -> VP. So left is the root; Clara -> Mendes -> left; Porto, twice, "." -> left; the brackets -> twice.
+CLARA = ("Clara", "Mendes", "left", "Porto", "(", "twice", ")", ".")
+CLARA_HEADS = [2, 3, 0, 3, 6, 3, 6, 3]
+
+
+def conll2012_data(path=CONLL2012, **options) -> NERDataModule:
+    dm = NERDataModule(path=str(path), data_dir=None, revision=None, format="conll2012", batch_size=2,
+                       eval_batch_size=2, **options)
+    dm.setup("fit")
+    return dm
+
+
+def test_gold_heads_from_parse_trees_reach_the_batches() -> None:
+    from onlstm_tasks.trees.gold import example_heads
+    from onlstm_tasks.trees.heads import heads_to_tensor
+
+    dm = conll2012_data()
+    examples = dm.examples("train")
+    assert all(ex.heads is None and ex.parse_tree for ex in examples)  # no heads column: trees only
+    i = [ex.words for ex in examples].index(CLARA)
+    batch = dm.train_dataloader().collate_fn([i])
+    assert batch.heads.tolist() == [[t if h == 0 else h - 1 for t, h in enumerate(CLARA_HEADS)]]
+    for split, loader in (("train", dm.train_dataloader()), ("validation", dm.val_dataloader())):
+        for batch in loader:
+            expected = [example_heads(dm.examples(split)[i]) for i in batch.index]
+            assert torch.equal(batch.heads, heads_to_tensor(expected, batch.tokens.mask.size(1)))
+
+
+def test_long_sentences_cut_the_parse_tree_heads_to_each_piece() -> None:
+    dm = conll2012_data(max_length=4)
+    pieces = [ex for ex in dm.examples("train") if ex.sentence_id.startswith("nw/toy/00/toy_0001/0/0[")]
+    assert [p.words for p in pieces] == [CLARA[:4], CLARA[4:]]
+    # ( twice ) . -> "(" and ")" keep twice (piece token 2); twice and "." lose their head (left) and become roots
+    assert [p.heads for p in pieces] == [(2, 3, 0, 3), (2, 0, 2, 0)]
+    assert all(p.parse_tree is None for p in pieces)
+
+
+CONLL2012_ROWS = """#begin document (nw/x/00/x_0001); part 000
+nw/x/00/x_0001 0 0 Kim NNP (TOP(S(NP*) - - - - (PERSON) -
+nw/x/00/x_0001 0 1 sleeps VBZ (VP*) - - - - * -
+nw/x/00/x_0001 0 2 . . *)) - - - - * -
+
+nw/x/00/x_0001 0 0 Th- XX * - - - - * -
+nw/x/00/x_0001 0 1 , , * - - - - * -
+
+#end document
+"""
+
+
+def test_sentences_without_a_parse_tree_get_no_arcs_and_are_counted(tmp_path, caplog) -> None:
+    path = tmp_path / "x.gold_conll"
+    path.write_text(CONLL2012_ROWS, encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        dm = conll2012_data(tmp_path, data_files={"train": str(path), "validation": str(path)})
+    assert [ex.parse_tree is None for ex in dm.examples("train")] == [False, True]  # "XX": no parse information
+    assert "train: 1 of 2 sentences have no gold tree" in caplog.text and "its own root (no arcs)" in caplog.text
+    batch = dm.train_dataloader().collate_fn([0, 1])
+    assert batch.heads.tolist() == [[1, 1, 1], [0, 1, 2]]  # Kim -> sleeps <- . ; Th- and "," point to themselves
+
+
+def test_a_parse_tree_that_does_not_fit_the_words_names_the_sentence() -> None:
+    tree = "(TOP(S(NP (NNP Kim) )(VP (VBZ sleeps) ) (. .) ))"
+    where = r"on/train:3 \(sentence doc/0/1\)"
+    for words, message in ((("Kim", "snores", "."), "the parse tree's leaf 2 is 'sleeps' but word 2 is 'snores'"),
+                           (("Kim", "sleeps"), "the parse tree has 3 tokens but the sentence has 2 words")):
+        example = Example(words=words, tags=("O",) * len(words), parse_tree=tree, source="on/train", line=3,
+                          sentence_id="doc/0/1")
+        with pytest.raises(DataFormatError, match=f"{where}: {message}"):
+            split_long(example, 1)
+    broken = Example(words=("Kim",), parse_tree="(TOP (NNP Kim)", source="on/train", line=3, sentence_id="doc/0/1")
+    with pytest.raises(DataFormatError, match=f"{where}: the parse tree cannot be read: .*unbalanced brackets"):
+        split_long(broken, 1)
+
+
+@requires_shared_data
+def test_shared_ontonotes_batches_carry_heads_from_the_parse_trees(caplog) -> None:
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        dm = NERDataModule(path=str(SHARED_DATA / "conll2012_ontonotesv5"), format="ontonotes", max_length=40)
+        dm.setup("fit")
+    for loader in (dm.train_dataloader(), dm.val_dataloader()):
+        assert all(batch.heads is not None for batch in loader)
+    # 23 disfluent training sentences ("XX" tokens) have no parse tree in OntoNotes
+    assert re.search(r"train: 2\d of [\d,]+ sentences have no gold tree", caplog.text)

@@ -1,3 +1,5 @@
+from collections import Counter
+
 import pytest
 import torch
 
@@ -17,6 +19,7 @@ from onlstm_tasks.trees import (
     tensor_to_heads,
     token_offsets,
 )
+from onlstm_tasks.trees.gold import ProjectionCounts
 from shared_data import SHARED_DATA, requires_shared_data
 
 torch.set_num_threads(1)
@@ -180,3 +183,47 @@ def test_uner_conllx_heads_and_ontonotes_parse_trees():
     assert len(with_trees) > 400
     for example in with_trees:
         check_heads(example_heads(example))
+
+
+def test_project_heads_counts_each_repair():
+    counts = ProjectionCounts()
+    # It 's great -> It's great: two tokens in one word is no repair
+    assert project_heads([3, 3, 0], [(0, 2), (2, 4), (5, 10)], [(0, 4), (5, 10)], counts) == [2, 0]
+    assert counts == ProjectionCounts(sentences=1)
+    # "." has no parser token: attached to its left neighbour
+    assert project_heads([2, 0], [(0, 1), (2, 3)], [(0, 1), (2, 3), (3, 4)], counts) == [2, 0, 2]
+    assert (counts.attached_words, counts.dropped_tokens) == (1, 0)
+    # the parser's root is not in the text: dropped, and its two dependents become one root and one extra root
+    assert project_heads([2, 0, 2], [(0, 1), None, (4, 5)], [(0, 1), (4, 5)], counts) == [0, 1]
+    assert (counts.dropped_tokens, counts.extra_roots) == (1, 1)
+    # a token overlapping no word is dropped too; the first word has no token: attached to the next owned word
+    assert project_heads([0, 1], [(2, 3), (7, 8)], [(0, 1), (2, 3)], counts) == [2, 0]
+    assert (counts.dropped_tokens, counts.attached_words) == (2, 2)
+    # nothing aligns: a flat tree (its words are not counted as attached, its tokens are dropped)
+    assert project_heads([0, 1], [None, None], [(0, 1), (2, 3), (4, 5)], counts) == [0, 1, 1]
+    assert counts == ProjectionCounts(sentences=5, dropped_tokens=4, attached_words=2, extra_roots=1,
+                                      flat_fallbacks=1)
+    assert counts.summary() == ("5 sentences; 4 parser tokens without a match dropped; 2 words attached to a "
+                                "neighbour; 1 extra roots attached to the highest word; 1 flat fallbacks; "
+                                "0 duplicate texts (first parse kept)")
+
+
+def test_example_heads_from_parsed_adds_to_the_counts():
+    text = "Nice screen."
+    words, offsets = tokenize(text)
+    example = Example(words=tuple(words), text=text, offsets=tuple(offsets))
+    parsed = ParsedSentence(text=text, tokens=("Nice", "screen", ".", "."), tags=(), heads=(2, 0, 2, 2), index=0)
+    counts = ProjectionCounts()
+    assert example_heads_from_parsed(example, parsed, counts) == [2, 0, 2]
+    assert counts == ProjectionCounts(sentences=1, dropped_tokens=1)  # the parser's second "." is not in the text
+
+
+def test_parsed_by_text_keeps_the_first_parse_and_counts_the_others():
+    first = ParsedSentence(text="Good.", tokens=("Good", "."), tags=(), heads=(0, 1), index=0)
+    again = ParsedSentence(text=" Good. ", tokens=("Good.",), tags=(), heads=(0,), index=1)
+    other = ParsedSentence(text="Bad.", tokens=("Bad", "."), tags=(), heads=(0, 1), index=2)
+    duplicates = Counter()
+    index = parsed_by_text([first, again, other, first], duplicates)
+    assert index == {"Good.": first, "Bad.": other}
+    assert duplicates == {"Good.": 2}
+    assert parsed_by_text([first, again]) == {"Good.": first}  # counting is optional

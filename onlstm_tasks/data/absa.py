@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,13 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from onlstm_tasks.trees.gold import ParsedSentence, example_heads_from_parsed, parsed_by_text, read_depparsed_json
+from onlstm_tasks.trees.gold import (
+    ParsedSentence,
+    ProjectionCounts,
+    example_heads_from_parsed,
+    parsed_by_text,
+    read_depparsed_json,
+)
 from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
@@ -115,7 +122,9 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
             output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
             example's own words (:func:`~onlstm_tasks.trees.gold.example_heads_from_parsed`). A train, validation
-            or test sentence without a parse is an error; prediction inputs without one get no heads.
+            or test sentence without a parse is an error; prediction inputs without one get no heads. A text parsed
+            more than once keeps its first parse; that and the repairs of the projection are counted and logged
+            per split.
     """
 
     def __init__(
@@ -149,6 +158,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         self._encoded: dict[str, list[tuple]] = {}
         self._predict_examples: list[Example] | None = None
         self._parses: dict[str, ParsedSentence] | None = None
+        self._duplicates: Counter[str] = Counter()  # text -> later parses of it ignored (the first one is kept)
 
     # ---- data facts, linked to the model by the CLI -----------------------------------------------------
     @property
@@ -214,11 +224,10 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                 files = sorted(path.glob("*_depparsed.json")) or sorted(path.glob("*.json"))
             if not files or not files[0].exists():
                 raise FileNotFoundError(f"data.parses: no *_depparsed.json file at {path}")
-            self._parses = {}
-            for file in files:
-                for text, parsed in parsed_by_text(read_depparsed_json(file)).items():
-                    self._parses.setdefault(text, parsed)
-            log.info("gold trees of %d sentences from %s", len(self._parses), ", ".join(str(f) for f in files))
+            self._duplicates = Counter()
+            self._parses = parsed_by_text([s for file in files for s in read_depparsed_json(file)], self._duplicates)
+            log.info("gold trees of %d sentences from %s (%d texts parsed more than once: first parse kept)",
+                     len(self._parses), ", ".join(str(f) for f in files), len(self._duplicates))
         return self._parses
 
     def _gold_heads(self, split: str, examples: list[Example]) -> list[list[int] | None]:
@@ -239,12 +248,15 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                                   f"({self.hparams.parses}): {ex.text!r} ({len(missing)} of {len(examples)} "
                                   f"{split} examples have none)")
         trees: dict[tuple, list[int]] = {}  # the aspects of one sentence share its tree
+        counts = ProjectionCounts()
         out = []
         for ex, parsed in zip(examples, found):
             key = (ex.text, ex.words)
             if key not in trees:
-                trees[key] = example_heads_from_parsed(ex, parsed)
+                trees[key] = example_heads_from_parsed(ex, parsed, counts)
+                counts.duplicate_texts += ex.text.strip() in self._duplicates
             out.append(trees[key])
+        log.info("gold trees for split %s: %s", split, counts.summary())
         return out
 
     # ---- encoding and loaders -----------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from onlstm_tasks.trees.heads import check_heads, heads_to_tensor, slice_heads
+from onlstm_tasks.trees.gold import example_heads, has_gold_tree
+from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
 from .batching import TokenBatch
 from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
@@ -32,7 +33,7 @@ class NERBatch:
     tags: torch.Tensor  # [B, T] long tag ids, 0 at padding (use tokens.mask)
     index: list[int]  # positions of the batch's examples in their split
     heads: torch.Tensor | None = None  # [B, T] long gold heads, 0-based, root and padding -> themselves; None when
-    #                                    some sentence of the split has no heads (only CoNLL-X/U sources have them)
+    #                                    no sentence of the split has a gold tree (CoNLL-X/U heads or a parse tree)
 
 
 def scheme_labels(types: set[str], scheme: str) -> list[str]:
@@ -44,11 +45,12 @@ def scheme_labels(types: set[str], scheme: str) -> list[str]:
 def split_long(example: Example, max_length: int) -> list[Example]:
     """Cuts a sentence into pieces of at most ``max_length`` tokens, preferably outside entities.
 
-    A piece that starts inside an entity gets ``B-`` on its first token. Gold heads are cut to the piece (a token
-    whose head lies outside it attaches to its nearest ancestor inside, or becomes a root:
-    :func:`~onlstm_tasks.trees.heads.slice_heads`); dependency labels, parse trees and offsets refer to the whole
-    sentence, so pieces drop them.
+    A piece that starts inside an entity gets ``B-`` on its first token. Gold heads (the heads column, else the
+    heads of the parse tree: :func:`gold_heads`) are cut to the piece (a token whose head lies outside it attaches
+    to its nearest ancestor inside, or becomes a root: :func:`~onlstm_tasks.trees.heads.slice_heads`); dependency
+    labels, parse trees and offsets refer to the whole sentence, so pieces drop them.
     """
+    heads = gold_heads(example)
     pieces, start, n = [], 0, len(example)
     while start < n:
         end = min(start + max_length, n)
@@ -65,20 +67,28 @@ def split_long(example: Example, max_length: int) -> list[Example]:
         pieces.append(dataclasses.replace(
             example, words=example.words[start:end], tags=None if tags is None else tuple(tags),
             pos=None if example.pos is None else example.pos[start:end], deprels=None,
-            heads=None if example.heads is None else tuple(slice_heads(example.heads, start, end)),
+            heads=None if heads is None else tuple(slice_heads(heads, start, end)),
             parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
         ))
         start = end
     return pieces
 
 
-def gold_heads(example: Example) -> list[int]:
-    """An example's heads column, checked to be a forest (several roots are allowed, as in sentence pieces)."""
-    try:
-        check_heads(list(example.heads), single_root=False)
-    except ValueError as err:
-        raise DataFormatError(example.source, example.line, f"gold heads are not a tree: {err}") from None
-    return list(example.heads)
+def gold_heads(example: Example) -> list[int] | None:
+    """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), None
+    with neither (:func:`~onlstm_tasks.trees.gold.example_heads`: checked to be a forest, since sentence pieces
+    may have several roots; a parse tree that does not fit the words is an error naming the sentence)."""
+    return example_heads(example) if has_gold_tree(example) else None
+
+
+def split_trees(examples: list[Example]) -> tuple[list[list[int]] | None, int]:
+    """Gold heads for every example of a split (:func:`gold_heads`), or None when none has a tree. When only some
+    have one, each word of the others is its own root (no arcs, as with no tree); their number is returned."""
+    trees = [gold_heads(ex) for ex in examples]
+    missing = sum(t is None for t in trees)
+    if missing == len(trees):
+        return None, 0
+    return [[0] * len(ex) if t is None else t for ex, t in zip(examples, trees)], missing
 
 
 def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
@@ -249,12 +259,12 @@ class NERDataModule(pl.LightningDataModule):
             encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
             label_index = {label: i for i, label in enumerate(labels)}
             examples = self.examples(split)
-            with_heads = sum(ex.heads is not None for ex in examples)
-            if 0 < with_heads < len(examples):
-                log.info("%s: %d of %d sentences have no gold heads, so its batches carry none", split,
-                         len(examples) - with_heads, len(examples))
+            trees, missing = split_trees(examples)
+            if missing:
+                log.info("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): each of their "
+                         "words is its own root (no arcs)", split, missing, len(examples))
             items = []
-            for ex in examples:
+            for i, ex in enumerate(examples):
                 word_ids, char_ids = encoder.encode(ex.words)
                 tag_ids = [0] * len(ex)
                 if ex.tags is not None and split != "predict":
@@ -264,8 +274,7 @@ class NERDataModule(pl.LightningDataModule):
                         raise DataFormatError(ex.source, ex.line, f"label {unknown[0]!r} in the {split} split "
                                               f"never occurs in training (known: {labels})")
                     tag_ids = [label_index[t] for t in tags]
-                items.append((word_ids, char_ids, ex.words, tag_ids,
-                              gold_heads(ex) if with_heads == len(examples) else None))
+                items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
             self._encoded[split] = items
         return self._encoded[split]
 

@@ -29,6 +29,7 @@ an :class:`Example` of the same text, :func:`token_offsets` locates the PTB toke
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,12 @@ from onlstm_tasks.trees.ptb import parse_tree
 
 __all__ = [
     "ParsedSentence",
+    "ProjectionCounts",
     "dependency_tree_heads",
     "example_heads",
     "example_heads_from_parsed",
+    "has_gold_tree",
+    "has_parse_tree",
     "heads_to_tensor",
     "parse_tree_heads",
     "parsed_by_text",
@@ -53,29 +57,65 @@ __all__ = [
 
 
 def example_heads(example: Example) -> list[int]:
-    """Gold heads of an Example: its ``heads`` column when present, else its ``parse_tree`` via head rules."""
+    """Gold heads of an Example: its ``heads`` column when present, else its ``parse_tree`` via head rules.
+
+    Errors name the example's source and line (and sentence id); a parse tree must have one leaf per word, the
+    same words up to PTB bracket escapes (``-LRB-`` for ``(``)."""
+    where = _where(example)
     if example.heads is not None:
         heads = list(example.heads)
         try:
             check_heads(heads, single_root=False)
         except ValueError as err:
-            raise DataFormatError(example.source, example.line, f"heads are not a tree: {err}") from None
+            raise DataFormatError(example.source, where, f"heads are not a tree: {err}") from None
         return heads
-    if example.parse_tree is not None:
-        return parse_tree_heads(example.parse_tree, len(example.words), example.source or "<parse_tree>",
-                                example.line)
-    raise DataFormatError(example.source, example.line, "no gold tree: the example has neither heads nor a "
-                          "parse_tree")
+    if has_parse_tree(example):
+        return parse_tree_heads(example.parse_tree, len(example.words), example.source or "<parse_tree>", where,
+                                words=example.words)
+    raise DataFormatError(example.source, where, "no gold tree: the example has neither heads nor a parse_tree")
+
+
+def has_gold_tree(example: Example) -> bool:
+    """Whether :func:`example_heads` has something to work from (a heads column or a parse tree)."""
+    return example.heads is not None or has_parse_tree(example)
+
+
+def has_parse_tree(example: Example) -> bool:
+    """Whether the example has a parse tree (``None``, empty and ``"-"`` mean none, as in the trees CLI)."""
+    return example.parse_tree is not None and example.parse_tree.strip() not in ("", "-")
 
 
 def parse_tree_heads(tree: str, n_words: int | None = None, source: str = "<parse_tree>",
-                     line: int | str | None = None) -> list[int]:
-    """Heads of a bracketed constituency tree (traces removed, Collins head rules); ``n_words`` is checked."""
-    heads = constituency_to_heads(parse_tree(tree, source))
-    if n_words is not None and len(heads) != n_words:
-        raise DataFormatError(source, line, f"the parse tree has {len(heads)} tokens but the sentence has "
+                     line: int | str | None = None, words: Sequence[str] | None = None) -> list[int]:
+    """Heads of a bracketed constituency tree (traces removed, Collins head rules); ``n_words`` is checked, and
+    so are the leaves against ``words`` when given (equal up to PTB bracket escapes)."""
+    if words is not None:
+        n_words = len(words)
+    try:
+        parsed = parse_tree(tree, source)
+    except DataFormatError as err:
+        raise DataFormatError(source, line, f"the parse tree cannot be read: {_message(err)}") from None
+    if n_words is not None and len(parsed) != n_words:
+        raise DataFormatError(source, line, f"the parse tree has {len(parsed)} tokens but the sentence has "
                               f"{n_words} words")
-    return heads
+    if words is not None:
+        for i, (word, leaf) in enumerate(zip(words, parsed.words()), start=1):
+            if _UNESCAPE.get(word, word) != _UNESCAPE.get(leaf, leaf):
+                raise DataFormatError(source, line, f"the parse tree's leaf {i} is {leaf!r} but word {i} is "
+                                      f"{word!r}: the tree does not belong to this sentence")
+    return constituency_to_heads(parsed)
+
+
+def _where(example: Example) -> int | str:
+    """The example's line, with its sentence id when it has one (for :class:`DataFormatError`)."""
+    return f"{example.line} (sentence {example.sentence_id})" if example.sentence_id else example.line
+
+
+def _message(err: DataFormatError) -> str:
+    """The message of a DataFormatError without its ``source:line:`` prefix."""
+    text = str(err)
+    where = f"{err.source}:{err.line}" if err.line not in (None, "") else str(err.source)
+    return text[len(where) + 2:] if text.startswith(where + ": ") else text
 
 
 # --------------------------------------------------------------------------------------------- SemEval JSON
@@ -114,11 +154,19 @@ def read_depparsed_json(path: str | Path, source: str | None = None) -> list[Par
     return out
 
 
-def parsed_by_text(sentences: Sequence[ParsedSentence]) -> dict[str, ParsedSentence]:
-    """Parsed sentences keyed by their stripped text (the first one wins), to find an Example's parse."""
+def parsed_by_text(
+    sentences: Sequence[ParsedSentence], duplicates: Counter[str] | None = None
+) -> dict[str, ParsedSentence]:
+    """Parsed sentences keyed by their stripped text, to find an Example's parse. When a text occurs more than
+    once the first parse wins; ``duplicates`` (when given) counts the later parses ignored, per text."""
     out: dict[str, ParsedSentence] = {}
     for sentence in sentences:
-        out.setdefault(sentence.text.strip(), sentence)
+        text = sentence.text.strip()
+        if text in out:
+            if duplicates is not None:
+                duplicates[text] += 1
+            continue
+        out[text] = sentence
     return out
 
 
@@ -240,8 +288,28 @@ def token_offsets(tokens: Sequence[str], text: str) -> list[tuple[int, int] | No
     return out
 
 
+@dataclass
+class ProjectionCounts:
+    """The repairs made while moving parser trees onto Examples' words (:func:`project_heads`), summed over the
+    sentences projected; :meth:`summary` is one log line."""
+
+    sentences: int = 0
+    dropped_tokens: int = 0  # parser tokens that belong to no word (not found in the text, or outside every word)
+    attached_words: int = 0  # words that no parser token belongs to, attached to a neighbouring word
+    extra_roots: int = 0  # words left as roots (the parser's root belongs to no word) attached under the highest
+    flat_fallbacks: int = 0  # sentences where no parser token belongs to any word: a flat tree under the first
+    duplicate_texts: int = 0  # sentences whose text was parsed more than once (the first parse is kept)
+
+    def summary(self) -> str:
+        return (f"{self.sentences:,} sentences; {self.dropped_tokens:,} parser tokens without a match dropped; "
+                f"{self.attached_words:,} words attached to a neighbour; {self.extra_roots:,} extra roots attached "
+                f"to the highest word; {self.flat_fallbacks:,} flat fallbacks; {self.duplicate_texts:,} duplicate "
+                f"texts (first parse kept)")
+
+
 def project_heads(
-    heads: Sequence[int], offsets: Sequence[tuple[int, int] | None], target_offsets: Sequence[tuple[int, int]]
+    heads: Sequence[int], offsets: Sequence[tuple[int, int] | None], target_offsets: Sequence[tuple[int, int]],
+    counts: ProjectionCounts | None = None,
 ) -> list[int]:
     """Moves a dependency tree onto another tokenisation of the same text.
 
@@ -249,9 +317,14 @@ def project_heads(
     ``target_offsets``: the character spans of the target words. Each source token belongs to the target word it
     overlaps most. A target word's head comes from its highest source token (smallest depth): the word owning
     that token's nearest owned ancestor, or 0 if it has none. Words without source tokens attach to the previous
-    word (the next one for the first word). The result is a tree with one root.
+    word (the next one for the first word); if no source token belongs to any word, the result is a flat tree
+    under the first word. The result is a tree with one root. Each of these repairs is added to ``counts``
+    (when given), and so are the source tokens that belong to no word (dropped).
     """
+    counts = counts if counts is not None else ProjectionCounts()
+    counts.sentences += 1
     if not target_offsets:
+        counts.dropped_tokens += len(heads)
         return []
     n = len(heads)
     depth = [0] * (n + 1)
@@ -272,11 +345,15 @@ def project_heads(
             if o > overlap:
                 best, overlap = w, o
         owner[t] = best
+    counts.dropped_tokens += sum(owner[t] is None for t in range(1, n + 1))
     top: dict[int, int] = {}  # target word -> its highest source token
     for t in range(1, n + 1):
         w = owner[t]
         if w is not None and (w not in top or depth[t] < depth[top[w]]):
             top[w] = t
+    if not top:  # nothing aligned: a flat tree under the first word
+        counts.flat_fallbacks += 1
+        return [0] + [1] * (len(target_offsets) - 1)
     out = [0] * len(target_offsets)
     for w, t in top.items():
         node = heads[t - 1]
@@ -286,19 +363,21 @@ def project_heads(
     roots = sorted((depth[top[w]], w) for w in top if out[w] == 0)
     for _, w in roots[1:]:  # the source root was not in the text: keep the highest word as the root
         out[w] = roots[0][1] + 1
-    if not top:  # nothing aligned: a flat tree under the first word
-        return [0] + [1] * (len(target_offsets) - 1)
+    counts.extra_roots += len(roots) - 1
     owned = sorted(top)
     for w in range(len(target_offsets)):
         if w not in top:  # attach to the nearest owned word on the left, else the first owned word
             left = [o for o in owned if o < w]
             out[w] = (left[-1] if left else owned[0]) + 1
+            counts.attached_words += 1
     return out
 
 
-def example_heads_from_parsed(example: Example, parsed: ParsedSentence) -> list[int]:
+def example_heads_from_parsed(
+    example: Example, parsed: ParsedSentence, counts: ProjectionCounts | None = None
+) -> list[int]:
     """Heads for ``example``'s words from a parsed sentence of the same text (the words may be tokenised
-    differently: the tree is projected through character offsets)."""
+    differently: the tree is projected through character offsets; its repairs are added to ``counts``)."""
     if example.text is None or example.offsets is None:
         raise DataFormatError(example.source, example.line, "the example has no text/offsets to align with")
     if example.text.strip() != parsed.text.strip():
@@ -307,4 +386,4 @@ def example_heads_from_parsed(example: Example, parsed: ParsedSentence) -> list[
     shift = len(example.text) - len(example.text.lstrip()) - (len(parsed.text) - len(parsed.text.lstrip()))
     offsets = [None if o is None else (o[0] + shift, o[1] + shift) for o in token_offsets(parsed.tokens,
                                                                                          parsed.text)]
-    return project_heads(parsed.heads, offsets, example.offsets)
+    return project_heads(parsed.heads, offsets, example.offsets, counts)

@@ -70,9 +70,10 @@ class TreeSource:
     @staticmethod
     def _gold(gold: torch.Tensor | None, mask: torch.Tensor) -> torch.Tensor:
         if gold is None:
-            raise ValueError("tree_source='gold' needs gold dependency heads, but the batch has none: every "
-                             "sentence of the split needs a tree (NER: a CoNLL-X/U source, format conllx; aspect "
-                             "sentiment: data.parses pointing at the *_depparsed.json parser output)")
+            raise ValueError("tree_source='gold' needs gold dependency heads, but the batch has none: the "
+                             "split needs trees (NER: a CoNLL-X/U source with HEAD columns, format conllx, or "
+                             "constituency parses, formats ontonotes and conll2012; aspect sentiment: data.parses "
+                             "pointing at the *_depparsed.json parser output)")
         if gold.shape != mask.shape or gold.dtype != torch.long:
             raise ValueError(f"gold heads must be a long tensor of shape {tuple(mask.shape)}, got {gold.dtype} "
                              f"{tuple(gold.shape)}")
