@@ -5,8 +5,9 @@ import torch
 import yaml
 from jsonargparse import ArgumentParser
 
-from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, SequenceEncoder
+from onlstm_tasks.encoders import CIFGLSTM, GRU, LSTM, ONLSTM, NoForgetLSTM, PeepholeLSTM, SequenceEncoder
 from onlstm_tasks.encoders.base import reverse_padded
+from onlstm_tasks.encoders.dropout import locked_dropout
 from onlstm_tasks.encoders.reference import reference_encode
 
 ENCODERS = {
@@ -15,6 +16,9 @@ ENCODERS = {
     "onlstm-symmetric": lambda: ONLSTM(6, 8, 2, bidirectional=True, master_input="symmetric"),
     "lstm-bi-2": lambda: LSTM(6, 8, num_layers=2, bidirectional=True),
     "gru-bi": lambda: GRU(6, 8, bidirectional=True),
+    "peephole-bi-2": lambda: PeepholeLSTM(6, 8, num_layers=2, bidirectional=True),
+    "cifg-bi": lambda: CIFGLSTM(6, 8, bidirectional=True),
+    "noforget-bi-2": lambda: NoForgetLSTM(6, 8, num_layers=2, bidirectional=True),
 }
 LENGTHS = torch.tensor([7, 5, 2, 1])
 
@@ -120,6 +124,22 @@ def test_locked_dropout_between_layers_only_in_training():
     torch.testing.assert_close(enc(x, mask).hidden, enc(x, mask).hidden)
 
 
+def test_locked_dropout_one_mask_per_sequence_shared_over_time():
+    torch.manual_seed(0)
+    B, T, D, p = 4, 7, 64, 0.5
+    x = torch.rand(B, T, D) + 0.5  # no zeros of its own: every zero below is the mask's
+    out = locked_dropout(x, p, training=True)
+    dropped = out == 0  # [B, T, D]
+    # the same features are dropped at every time step of a sequence...
+    assert torch.equal(dropped, dropped[:, :1].expand(B, T, D))
+    # ...but each sequence (batch row) has its own mask
+    rows = dropped[:, 0]  # [B, D]
+    assert all(not torch.equal(rows[a], rows[b]) for a in range(B) for b in range(a + 1, B))
+    assert 0.3 < rows.float().mean() < 0.7
+    torch.testing.assert_close(out[~dropped], x[~dropped] / (1 - p))  # inverted scaling of what is kept
+    assert locked_dropout(x, p, training=False) is x and locked_dropout(x, 0.0, training=True) is x
+
+
 @pytest.mark.parametrize(
     "snippet",
     [
@@ -127,6 +147,9 @@ def test_locked_dropout_between_layers_only_in_training():
         "bidirectional: true, num_layers: 2, dropconnect: 0.1}",
         "class_path: onlstm_tasks.encoders.LSTM\ninit_args: {input_size: 6, hidden_size: 8, bidirectional: true}",
         "class_path: onlstm_tasks.encoders.GRU\ninit_args: {input_size: 6, hidden_size: 8}",
+        "class_path: onlstm_tasks.encoders.PeepholeLSTM\ninit_args: {input_size: 6, hidden_size: 8, num_layers: 2}",
+        "class_path: onlstm_tasks.encoders.CIFGLSTM\ninit_args: {input_size: 6, hidden_size: 8, bidirectional: true}",
+        "class_path: onlstm_tasks.encoders.NoForgetLSTM\ninit_args: {input_size: 6, hidden_size: 8, dropout: 0.1}",
     ],
 )
 def test_encoders_build_from_yaml_through_jsonargparse(snippet):

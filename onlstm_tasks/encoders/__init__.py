@@ -1,11 +1,14 @@
 """Sequence encoders: ON-LSTM and library RNNs behind one contract, and the dependency-guided stack."""
 
 from .base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
+from .cell_stack import CellStackEncoder, RecurrentCell
 from .dependency_guided import DependencyGuidedEncoder
+from .lstm_variants import CIFGLSTM, NoForgetLSTM, PeepholeLSTM
 from .onlstm import ONLSTM
 from .onlstm_cell import ONLSTMCell
 from .reference import ReferenceONLSTMCell
 from .rnn import GRU, LSTM
 
 __all__ = ["EncoderOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
-           "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder"]
+           "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder", "CellStackEncoder", "RecurrentCell",
+           "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM"]
