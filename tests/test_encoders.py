@@ -5,7 +5,16 @@ import torch
 import yaml
 from jsonargparse import ArgumentParser
 
-from onlstm_tasks.encoders import CIFGLSTM, GRU, LSTM, ONLSTM, NoForgetLSTM, PeepholeLSTM, SequenceEncoder
+from onlstm_tasks.encoders import (
+    CIFGLSTM,
+    GRU,
+    LSTM,
+    ONLSTM,
+    NestedLSTM,
+    NoForgetLSTM,
+    PeepholeLSTM,
+    SequenceEncoder,
+)
 from onlstm_tasks.encoders.base import reverse_padded
 from onlstm_tasks.encoders.dropout import locked_dropout
 from onlstm_tasks.encoders.reference import reference_encode
@@ -19,6 +28,7 @@ ENCODERS = {
     "peephole-bi-2": lambda: PeepholeLSTM(6, 8, num_layers=2, bidirectional=True),
     "cifg-bi": lambda: CIFGLSTM(6, 8, bidirectional=True),
     "noforget-bi-2": lambda: NoForgetLSTM(6, 8, num_layers=2, bidirectional=True),
+    "nested-bi": lambda: NestedLSTM(6, 8, bidirectional=True),
 }
 LENGTHS = torch.tensor([7, 5, 2, 1])
 

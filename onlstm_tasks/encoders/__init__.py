@@ -4,6 +4,7 @@ from .base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
 from .cell_stack import CellStackEncoder, RecurrentCell
 from .dependency_guided import DependencyGuidedEncoder
 from .lstm_variants import CIFGLSTM, NoForgetLSTM, PeepholeLSTM
+from .nested_lstm import NestedLSTM, NestedLSTMCell
 from .onlstm import ONLSTM
 from .onlstm_cell import ONLSTMCell
 from .reference import ReferenceONLSTMCell
@@ -11,4 +12,4 @@ from .rnn import GRU, LSTM
 
 __all__ = ["EncoderOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
            "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder", "CellStackEncoder", "RecurrentCell",
-           "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM"]
+           "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM", "NestedLSTM", "NestedLSTMCell"]
