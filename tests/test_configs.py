@@ -1,12 +1,16 @@
-"""Every shipped config parses through the CLI, and encoder-swap pairs differ only in the encoder block."""
+"""Every shipped config parses through the CLI, encoder-swap pairs differ only in the encoder block, and an
+``lr_scheduler`` given in YAML reaches ``configure_optimizers``."""
 
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
-from onlstm_tasks.cli import main
+from cli_helpers import tiny_ner_config
+from onlstm_tasks.cli import TasksCLI, main
+from shared_data import SHARED_DATA, requires_shared_data
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))
 
@@ -69,3 +73,92 @@ def test_tree_aware_absa_configs_differ_only_in_the_tree_source_and_gold_parses(
     assert stripped["gold"][1]["data"]["init_args"].pop("parses")
     assert "parses" not in stripped["none"][1]["data"]["init_args"]
     assert stripped["none"][1] == stripped["induced"][1] == stripped["gold"][1]
+
+
+# ------------------------------------------------------------------------------------------ uner config defaults
+
+
+def test_uner_config_writes_predictions_under_runs_uner():
+    config = _load("ner/uner_onlstm_crf.yaml")
+    writers = [c for c in config["trainer"]["callbacks"]
+               if c["class_path"] == "onlstm_tasks.callbacks.JsonlPredictionWriter"]
+    assert len(writers) == 1 and writers[0]["init_args"]["output"].startswith("runs/uner/")
+
+
+@requires_shared_data
+def test_uner_config_default_data_files_exist_in_the_kit():
+    from onlstm_tasks.data.ner import NERDataModule
+
+    data = _load("ner/uner_onlstm_crf.yaml")["data"]["init_args"]
+    assert data["data_files"] == {"train": "en_ewt-uner-dev.conllx", "test": "en_ewt-uner-test.conllx"}
+    # the config's path is relative to the project root, where the CLI runs
+    splits = NERDataModule(**{**data, "path": str(SHARED_DATA / "uner_en_ewt")}).splits()
+    assert sorted(splits) == ["test", "train", "validation"]  # validation carved from the training split
+    assert all(splits.values())
+
+
+# ------------------------------------------------------------------------------------- lr schedulers from YAML
+
+SCHEDULERS = {
+    "StepLR": {"class_path": "torch.optim.lr_scheduler.StepLR", "init_args": {"step_size": 3, "gamma": 0.5}},
+    # the monitored metric is val_f1, which improves upwards
+    "ReduceLROnPlateau": {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau",
+                          "init_args": {"mode": "max", "factor": 0.5, "patience": 2}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_ner_config_with_an_lr_scheduler_parses(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+    config = _load("ner/uner_onlstm_crf.yaml")
+    config["model"]["init_args"]["lr_scheduler"] = SCHEDULERS[name]
+    path = tmp_path / "with_scheduler.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", str(path), "--print_config"])
+    assert exit_info.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)["model"]["init_args"]["lr_scheduler"]
+    assert printed["class_path"] == SCHEDULERS[name]["class_path"]
+    assert printed["init_args"].items() >= SCHEDULERS[name]["init_args"].items()
+
+
+def _cli(tmp_path, scheduler: dict, **trainer) -> TasksCLI:
+    """LightningCLI (not run) on a tiny config (sample data) with ``scheduler`` as the NERTagger's lr_scheduler."""
+    config = yaml.safe_load(tiny_ner_config(tmp_path, **trainer).read_text())
+    config["model"]["init_args"]["lr_scheduler"] = scheduler
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return TasksCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
+                    args=["--config", str(path)], run=False, save_config_kwargs={"overwrite": True},
+                    trainer_defaults={"use_distributed_sampler": False})  # as main() builds it
+
+
+def test_configure_optimizers_returns_the_step_lr_scheduler(tmp_path):
+    configured = _cli(tmp_path, SCHEDULERS["StepLR"]).model.configure_optimizers()
+    optimizer, scheduler = configured["optimizer"], configured["lr_scheduler"]["scheduler"]
+    assert isinstance(optimizer, torch.optim.Adam) and optimizer.param_groups[0]["lr"] == 0.01
+    assert isinstance(scheduler, torch.optim.lr_scheduler.StepLR)
+    assert scheduler.optimizer is optimizer and (scheduler.step_size, scheduler.gamma) == (3, 0.5)
+
+
+def test_configure_optimizers_returns_reduce_on_plateau_maximising_val_f1(tmp_path):
+    configured = _cli(tmp_path, SCHEDULERS["ReduceLROnPlateau"]).model.configure_optimizers()
+    scheduler = configured["lr_scheduler"]["scheduler"]
+    assert isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+    assert scheduler.optimizer is configured["optimizer"]
+    assert (scheduler.mode, scheduler.factor, scheduler.patience) == ("max", 0.5, 2)
+    assert configured["lr_scheduler"]["monitor"] == "val_f1"
+
+
+def test_reduce_on_plateau_steps_on_val_f1_during_fit(tmp_path):
+    cli = _cli(tmp_path, SCHEDULERS["ReduceLROnPlateau"], max_epochs=2, limit_train_batches=1)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)  # Lightning raises if val_f1 is never logged
+    scheduler = cli.trainer.lr_scheduler_configs[0].scheduler
+    assert scheduler.last_epoch == 2  # stepped after each epoch's validation
+    assert scheduler.best > float("-inf")  # on a val_f1 value (the start value is -inf in mode max)
+
+
+def test_reduce_on_plateau_minimising_a_score_is_an_error(tmp_path):
+    wrong = {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau", "init_args": {"factor": 0.5}}  # mode min
+    with pytest.raises(ValueError, match="set its mode to 'max'"):
+        _cli(tmp_path, wrong).model.configure_optimizers()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import logging
+import re
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -101,6 +103,13 @@ def write(path, lines: list[str]) -> str:
     return str(path)
 
 
+def loaded(*args, **kwargs) -> WordEmbedding:
+    """A WordEmbedding with its pretrained vectors read (they are read lazily, at first use)."""
+    emb = WordEmbedding(*args, **kwargs)
+    emb.load_pretrained()
+    return emb
+
+
 def test_glove_loading_exact_before_lowercase_and_coverage(tmp_path, caplog) -> None:
     glove = write(
         tmp_path / "glove.txt",
@@ -116,7 +125,7 @@ def test_glove_loading_exact_before_lowercase_and_coverage(tmp_path, caplog) -> 
     random_init = WordEmbedding(VOCAB, dim=3).embedding.weight.detach().clone()
     torch.manual_seed(0)
     with caplog.at_level(logging.INFO, logger="onlstm_tasks.embedders.word"):
-        emb = WordEmbedding(VOCAB, dim=3, pretrained=glove)
+        emb = loaded(VOCAB, dim=3, pretrained=glove)
     w = emb.embedding.weight.detach()
     torch.testing.assert_close(w[2], torch.tensor([0.5, -0.5, 2.0]))
     torch.testing.assert_close(w[3], torch.tensor([2.0, 2.0, 2.0]))
@@ -130,25 +139,23 @@ def test_glove_loading_exact_before_lowercase_and_coverage(tmp_path, caplog) -> 
 
 def test_lowercase_lookup_can_be_switched_off(tmp_path) -> None:
     glove = write(tmp_path / "glove.txt", ["rome 1 1", "zzz 2 2"])
-    assert WordEmbedding(VOCAB, dim=2, pretrained=glove).coverage == pytest.approx(2 / 5)
-    assert WordEmbedding(VOCAB, dim=2, pretrained=glove, lowercase_lookup=False).coverage == pytest.approx(1 / 5)
+    assert loaded(VOCAB, dim=2, pretrained=glove).coverage == pytest.approx(2 / 5)
+    assert loaded(VOCAB, dim=2, pretrained=glove, lowercase_lookup=False).coverage == pytest.approx(1 / 5)
 
 
 def test_word2vec_text_format(tmp_path) -> None:
     w2v = write(tmp_path / "vectors.w2v.txt", ["3 2", "Rome 1 2", "the 3 4", "unused 5 6"])
-    emb = WordEmbedding(VOCAB, dim=2, pretrained=w2v)
+    emb = loaded(VOCAB, dim=2, pretrained=w2v)
     torch.testing.assert_close(emb.embedding.weight[5].detach(), torch.tensor([1.0, 2.0]))
     torch.testing.assert_close(emb.embedding.weight[2].detach(), torch.tensor([3.0, 4.0]))
     assert emb.coverage == pytest.approx(2 / 5)
 
 
 def test_gzipped_vectors(tmp_path) -> None:
-    import gzip
-
     path = tmp_path / "glove.txt.gz"
     with gzip.open(path, "wt", encoding="utf-8") as f:
         f.write("the 1 2\nRome 3 4\n")
-    assert WordEmbedding(VOCAB, dim=2, pretrained=str(path)).coverage == pytest.approx(2 / 5)
+    assert loaded(VOCAB, dim=2, pretrained=str(path)).coverage == pytest.approx(2 / 5)
 
 
 @pytest.mark.parametrize(
@@ -163,20 +170,85 @@ def test_gzipped_vectors(tmp_path) -> None:
 def test_bad_vector_file_names_file_and_line(tmp_path, lines, line_number) -> None:
     path = write(tmp_path / "bad.txt", lines)
     with pytest.raises(ValueError, match=rf"bad\.txt:{line_number}:"):
-        WordEmbedding(VOCAB, dim=2, pretrained=path)
+        loaded(VOCAB, dim=2, pretrained=path)
 
 
 def test_word_containing_spaces(tmp_path) -> None:
     path = write(tmp_path / "glove.txt", ["the 1 2", ". . . 7 8", "zzz 3 4"])
     vocab = VOCAB + [". . ."]
-    emb = WordEmbedding(vocab, dim=2, pretrained=path)
+    emb = loaded(vocab, dim=2, pretrained=path)
     torch.testing.assert_close(emb.embedding.weight[-1].detach(), torch.tensor([7.0, 8.0]))
 
 
 def test_freeze(tmp_path) -> None:
     path = write(tmp_path / "glove.txt", ["the 1 2"])
-    emb = WordEmbedding(VOCAB, dim=2, pretrained=path, freeze=True)
+    emb = loaded(VOCAB, dim=2, pretrained=path, freeze=True)
     assert not any(p.requires_grad for p in emb.parameters())
+
+
+def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path) -> None:
+    for name, opener in (("bad.txt", open), ("bad.txt.gz", gzip.open)):
+        with opener(tmp_path / name, "wb") as f:
+            f.write(b"the 1 2\nRome 3 4\ncaf\xe9 5 6\n")  # Latin-1 e-acute
+        with pytest.raises(ValueError, match=rf"{re.escape(name)}:3: expected UTF-8 text, found byte 0xe9 at column 4"):
+            loaded(VOCAB, dim=2, pretrained=str(tmp_path / name))
+
+
+def test_utf8_bom_and_crlf_line_ends(tmp_path) -> None:
+    path = tmp_path / "glove.txt"
+    path.write_bytes("\ufeffthe 1 2\r\nRome 3 4\r\n".encode())
+    emb = loaded(VOCAB, dim=2, pretrained=str(path))
+    torch.testing.assert_close(emb.embedding.weight[2].detach(), torch.tensor([1.0, 2.0]))
+    torch.testing.assert_close(emb.embedding.weight[5].detach(), torch.tensor([3.0, 4.0]))
+
+
+# ----------------------------------------------------------------------------------------------------
+# when the vector file is read: at first use, never when a checkpoint's weights are loaded first
+
+
+def test_vectors_are_read_at_the_first_forward_pass(tmp_path) -> None:
+    path = write(tmp_path / "glove.txt", ["the 1 2"])
+    words = Vocabulary(VOCAB[2:])
+    emb = WordEmbedding(words.itos, dim=2, pretrained=path)
+    assert emb.pretrained_pending and emb.coverage is None
+    batch = TokenBatch(word_ids=torch.tensor([[words.index("the")]]), char_ids=torch.zeros(1, 1, 1, dtype=torch.long),
+                       mask=torch.ones(1, 1, dtype=torch.bool), words=[["the"]])
+    with torch.inference_mode():  # as in Lightning's test/predict loops
+        out = emb(batch)
+    torch.testing.assert_close(out[0, 0], torch.tensor([1.0, 2.0]))
+    assert not emb.pretrained_pending and emb.coverage == pytest.approx(1 / 5)
+
+
+def test_a_saved_state_dict_holds_the_vectors(tmp_path) -> None:
+    path = write(tmp_path / "glove.txt", ["the 1 2"])
+    state = WordEmbedding(VOCAB, dim=2, pretrained=path).state_dict()
+    torch.testing.assert_close(state["embedding.weight"][2], torch.tensor([1.0, 2.0]))
+
+
+def test_loaded_weights_replace_the_file_which_may_be_gone(tmp_path, caplog) -> None:
+    path = write(tmp_path / "glove.txt", ["the 1 2", "Rome 3 4"])
+    trained = loaded(VOCAB, dim=2, pretrained=path)
+    with torch.no_grad():
+        trained.embedding.weight.add_(0.5)  # as training would
+    model = torch.nn.Sequential(trained)
+    state = model.state_dict()
+    (tmp_path / "glove.txt").unlink()
+    restored = torch.nn.Sequential(WordEmbedding(VOCAB, dim=2, pretrained=path))  # as load_from_checkpoint builds it
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.embedders.word"):
+        restored.load_state_dict(state)
+    assert "not read: the word embeddings come from the loaded weights" in caplog.text
+    assert not restored[0].pretrained_pending
+    torch.testing.assert_close(restored.state_dict()["0.embedding.weight"], state["0.embedding.weight"])
+
+
+def test_a_missing_file_is_an_error_when_no_weights_were_loaded(tmp_path) -> None:
+    emb = WordEmbedding(VOCAB, dim=2, pretrained=str(tmp_path / "nowhere.txt"))  # building alone reads nothing
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.txt: pretrained word vectors not found"):
+        emb.load_pretrained()
+    emb.load_state_dict({"other.weight": torch.zeros(1)}, strict=False)  # a state dict without this weight
+    assert emb.pretrained_pending
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.txt"):
+        emb.state_dict()
 
 
 # ----------------------------------------------------------------------------------------------------

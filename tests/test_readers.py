@@ -380,6 +380,24 @@ def test_load_conllx_prefers_conllx_over_conllu(caplog):
     assert "toy-ud-dev.conllu" in caplog.text  # ignored, and said so
 
 
+def test_folder_entries_not_named_after_a_split_are_logged_by_name(tmp_path, caplog):
+    write(tmp_path, "train.txt", "Ada B-PER\n")
+    write(tmp_path, "LICENSE.txt", "CC BY-SA 4.0\n")
+    write(tmp_path, "train-and-test.txt", "Ada B-PER\n")  # two split tokens: no split
+    (tmp_path / "notes").mkdir()
+    (tmp_path / ".cache").mkdir()
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.split_files"):
+        splits = load_ner_splits(tmp_path, format="columns")
+    assert list(splits) == ["train"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "onlstm_tasks.data.split_files"]
+    assert messages == [f"{tmp_path}: ignored 3 not named after a split (train, validation/dev, test): LICENSE.txt, "
+                        f"notes, train-and-test.txt; 1 hidden; pass data_files={{split: path}} to use them"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.split_files"):
+        load_ner_splits(FIXTURES / "columns")  # every entry is a split: nothing to report
+    assert not [r for r in caplog.records if r.name == "onlstm_tasks.data.split_files"]
+
+
 def test_load_with_data_files():
     splits = load_ner_splits(FIXTURES, data_files={"dev": "conllx/*dev.conllx", "test": ["conllx/toy-ner-test.conllx"]})
     assert {k: len(v) for k, v in splits.items()} == {"validation": 2, "test": 1}
@@ -397,7 +415,7 @@ def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="matches no file"):
         load_ner_splits(FIXTURES, data_files={"train": "columns/*.nothing"})
     write(tmp_path, "notes.txt", "A O\n")
-    with pytest.raises(FileNotFoundError, match="no file or folder named after a split"):
+    with pytest.raises(FileNotFoundError, match=r"no file or folder named after a split .*\(found: notes\.txt\)"):
         load_ner_splits(tmp_path)
 
 

@@ -25,7 +25,7 @@ from onlstm_tasks.trees.heads import heads_to_tensor
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
 from .batching import TokenBatch
-from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
+from .common import adopt_checkpoint_data, bucket_loader, carve_validation
 from .examples import DataFormatError, Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .readers._common import read_lines
@@ -199,7 +199,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
     def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
         if self._vocab is None:
             if self.hparams.vocab_from:
-                vocab = vocabularies_from_checkpoint(self.hparams.vocab_from, "an aspect-sentiment")
+                vocab = adopt_checkpoint_data(self, self.hparams.vocab_from, "an aspect-sentiment")
                 if not vocab[2] or not set(vocab[2]) <= set(POLARITIES):
                     raise ValueError(f"{self.hparams.vocab_from}: the checkpoint's labels {vocab[2][:6]} are not "
                                      f"polarities {list(POLARITIES)}; not an aspect-sentiment checkpoint?")
@@ -288,6 +288,7 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                                               f"occurs in training (known: {labels})")
                     label_id = label_index[ex.label]
                 items.append((word_ids, char_ids, ex.words, ex.aspect, label_id, heads))
+            encoder.log_truncation(split)
             self._encoded[split] = items
         return self._encoded[split]
 

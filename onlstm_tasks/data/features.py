@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -14,6 +15,8 @@ from .examples import Example
 from .vocab import Vocabulary
 
 _DIGITS = re.compile(r"\d")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,19 +47,33 @@ def build_vocabularies(
 
 
 class TokenEncoder:
-    """Turns the words of an example into word ids and character ids."""
+    """Turns the words of an example into word ids and character ids.
+
+    Characters beyond ``max_word_length`` are left out of a word's *character features* only: the word itself,
+    its word id and its tag are always kept (this bounds the char tensor for URLs and similar). ``truncated_words``
+    counts the words so cut; :meth:`log_truncation` reports the count once (e.g. per split).
+    """
 
     def __init__(self, words: Vocabulary, chars: Vocabulary, normalizer: WordNormalizer,
                  max_word_length: int = 30) -> None:
+        if max_word_length < 1:
+            raise ValueError(f"max_word_length must be at least 1, got {max_word_length}")
         self.words, self.chars, self.normalizer = words, chars, normalizer
         self.max_word_length = max_word_length
+        self.truncated_words = 0
 
     def encode(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
         word_ids = [self.words.index(self.normalizer(w)) for w in words]
-        # characters beyond max_word_length are left out of the character features only (the word id and the
-        # tag are kept), which bounds the char tensor for URLs and similar
+        self.truncated_words += sum(len(w) > self.max_word_length for w in words)
         char_ids = [[self.chars.index(c) for c in w[: self.max_word_length]] for w in words]
         return word_ids, char_ids
+
+    def log_truncation(self, where: str) -> None:
+        """One INFO line for the words encoded so far that were longer than ``max_word_length`` (if any)."""
+        if self.truncated_words:
+            log.info("%s: %d word(s) longer than max_word_length=%d characters: their characters beyond it are left "
+                     "out of the character features (the words, word ids and tags are kept)", where,
+                     self.truncated_words, self.max_word_length)
 
 
 def pad_tokens(items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]]) -> TokenBatch:
@@ -95,4 +112,6 @@ def words_to_batch(
             raise ValueError(f"sentence {i} must be a non-empty list of non-empty token strings, got {words!r}")
     encoder = TokenEncoder(Vocabulary(list(word_vocab)[2:]), Vocabulary(list(char_vocab)[2:]),
                            normalizer or WordNormalizer(), max_word_length)
-    return pad_tokens([(*encoder.encode(words), words) for words in sentences])
+    batch = pad_tokens([(*encoder.encode(words), words) for words in sentences])
+    encoder.log_truncation(f"{len(sentences)} sentence(s)")
+    return batch

@@ -15,7 +15,7 @@ from onlstm_tasks.trees.gold import example_heads, has_gold_tree
 from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
 from .batching import TokenBatch
-from .common import bucket_loader, carve_validation, vocabularies_from_checkpoint
+from .common import adopt_checkpoint_data, bucket_loader, carve_validation
 from .examples import DataFormatError, Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .readers import load_ner_splits
@@ -217,7 +217,7 @@ class NERDataModule(pl.LightningDataModule):
     def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
         if self._vocab is None:
             if self.hparams.vocab_from:
-                self._vocab = self._vocabularies_from_checkpoint(self.hparams.vocab_from)
+                self._vocab = adopt_checkpoint_data(self, self.hparams.vocab_from, "an NERTagger")
                 # gold tags must be encoded in the scheme the checkpoint's labels were trained in
                 scheme = "iobes" if any(label[:2] in ("E-", "S-") for label in self._vocab[2]) else "iob2"
                 if scheme != self.hparams.tag_scheme:
@@ -236,9 +236,6 @@ class NERDataModule(pl.LightningDataModule):
                          len(words), len(chars), len(self._vocab[2]))
         return self._vocab
 
-    @staticmethod
-    def _vocabularies_from_checkpoint(path: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
-        return vocabularies_from_checkpoint(path, "an NERTagger")
 
     # ---- encoding and loaders -----------------------------------------------------------------------------
     def examples(self, split: str) -> list[Example]:
@@ -275,6 +272,7 @@ class NERDataModule(pl.LightningDataModule):
                                               f"never occurs in training (known: {labels})")
                     tag_ids = [label_index[t] for t in tags]
                 items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
+            encoder.log_truncation(split)
             self._encoded[split] = items
         return self._encoded[split]
 

@@ -8,6 +8,7 @@ found among the children of a folder whose names carry a train/validation/dev/te
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,8 @@ SPLIT_ALIASES = {
 SPLIT_ORDER = ("train", "validation", "test")
 DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def normalise_split(name: str) -> str:
@@ -79,20 +82,46 @@ def split_of(name: str) -> str | None:
 
 
 def discover(base: Path) -> dict[str, list[Path]]:
-    """Children of ``base`` named after a split (``train.txt``, ``dev/``, ``en_ewt-uner-test.conllx``, ...)."""
+    """Children of ``base`` named after a split (``train.txt``, ``dev/``, ``en_ewt-uner-test.conllx``, ...).
+
+    The other children (``LICENSE.txt``, ``README``, names with no or several split tokens) are ignored, and
+    logged by name; hidden ones (``.cache``) are ignored and counted.
+    """
     if base.is_file():
         return {split_of(base.name) or "train": [base]}
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no such file or directory")
     splits: dict[str, list[Path]] = {}
+    ignored: list[str] = []
+    hidden = 0
     for child in sorted(base.iterdir()):
-        split = None if child.name.startswith(".") else split_of(child.name)
-        if split is not None:
+        if child.name.startswith("."):
+            hidden += 1
+            continue
+        split = split_of(child.name)
+        if split is None:
+            ignored.append(child.name)
+        else:
             splits.setdefault(split, []).append(child)
     if not splits:
-        raise FileNotFoundError(f"{base}: no file or folder named after a split (train, validation/dev, test); "
-                                "pass data_files={split: path}")
+        found = f" (found: {', '.join(ignored[:10])}{', ...' if len(ignored) > 10 else ''})" if ignored else ""
+        raise FileNotFoundError(f"{base}: no file or folder named after a split (train, validation/dev, test)"
+                                f"{found}; pass data_files={{split: path}}")
+    log_ignored(base, ignored, hidden)
     return splits
+
+
+def log_ignored(base: Path, ignored: list[str], hidden: int, shown: int = 10) -> None:
+    """One INFO line naming the children of ``base`` no split took (the first ``shown``) and counting hidden ones."""
+    parts = []
+    if ignored:
+        more = f" and {len(ignored) - shown} more" if len(ignored) > shown else ""
+        parts.append(f"{len(ignored)} not named after a split (train, validation/dev, test): "
+                     f"{', '.join(ignored[:shown])}{more}")
+    if hidden:
+        parts.append(f"{hidden} hidden")
+    if parts:
+        log.info("%s: ignored %s; pass data_files={split: path} to use them", base, "; ".join(parts))
 
 
 def split_paths(base: Path, data_files: DataFiles | None) -> tuple[dict[str, list[Path]], dict[str, bool]]:

@@ -16,7 +16,7 @@ from onlstm_tasks.data.examples import DataFormatError
 
 SCHEMES = ("iob1", "iob2", "iobes")  # accepted on input; output is always IOB2 (or IOBES via convert_scheme)
 _PREFIXES = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}
-Lines = int | Sequence[int] | None
+Lines = int | str | Sequence[int | str] | None  # one location (line number or text) for all tags, or one per tag
 
 
 def split_tag(tag: str, prefixes: str = "BIES") -> tuple[str, str | None]:
@@ -100,7 +100,7 @@ def entity_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
 
 
 def _line_of(line: Lines, i: int) -> int | None:
-    if line is None or isinstance(line, int):
+    if line is None or isinstance(line, (int, str)):  # one location for every token
         return line
     return line[i]
 

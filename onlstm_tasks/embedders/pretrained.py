@@ -1,7 +1,8 @@
 """Streaming reader for pretrained word vectors in GloVe or word2vec *text* format.
 
 GloVe: ``word v1 v2 ... vD`` per line.  word2vec text: the same, after a header line ``count dim``.
-Files are read line by line (GloVe files are gigabytes), optionally gzip-compressed (``*.gz``).
+Files are read line by line (GloVe files are gigabytes), optionally gzip-compressed (``*.gz``), and decoded
+strictly as UTF-8 (a leading BOM is dropped): a line that is not UTF-8 is an error naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,10 +17,23 @@ import torch
 from onlstm_tasks.data.vocab import PAD, UNK
 
 
-def _open(path: Path) -> IO[str]:
+def _open(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, text)`` of every line, split at ``\\n`` only and decoded strictly as UTF-8."""
+    with _open(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(
+                    f"{path}:{lineno}: expected UTF-8 text, found byte 0x{raw[err.start]:02x} at column "
+                    f"{err.start + 1}"
+                ) from None
 
 
 def _is_header(fields: list[str]) -> bool:
@@ -35,31 +49,30 @@ def iter_vector_lines(path: str | Path, dim: int) -> Iterator[tuple[int, str, li
     spaces (GloVe 840B has a few such entries): the last ``dim`` fields are the vector.
     """
     path = Path(path)
-    with _open(path) as f:
-        first = True
-        for lineno, line in enumerate(f, start=1):
-            fields = line.rstrip("\r\n ").split(" ")
-            if fields == [""]:
-                continue
-            if first:
-                first = False
-                if _is_header(fields):
-                    if int(fields[1]) != dim:
-                        raise ValueError(
-                            f"{path}:{lineno}: word2vec header says {fields[1]}-dimensional vectors, "
-                            f"but the embedding has dim={dim}"
-                        )
-                    continue
-                if len(fields) - 1 != dim:
+    first = True
+    for lineno, line in _lines(path):
+        fields = line.rstrip("\r\n ").split(" ")
+        if fields == [""]:
+            continue
+        if first:
+            first = False
+            if _is_header(fields):
+                if int(fields[1]) != dim:
                     raise ValueError(
-                        f"{path}:{lineno}: found {len(fields) - 1}-dimensional vectors, "
+                        f"{path}:{lineno}: word2vec header says {fields[1]}-dimensional vectors, "
                         f"but the embedding has dim={dim}"
                     )
-            if len(fields) - 1 < dim:
+                continue
+            if len(fields) - 1 != dim:
                 raise ValueError(
-                    f"{path}:{lineno}: expected a word and {dim} values, found {len(fields)} fields"
+                    f"{path}:{lineno}: found {len(fields) - 1}-dimensional vectors, "
+                    f"but the embedding has dim={dim}"
                 )
-            yield lineno, " ".join(fields[:-dim]), fields[-dim:]
+        if len(fields) - 1 < dim:
+            raise ValueError(
+                f"{path}:{lineno}: expected a word and {dim} values, found {len(fields)} fields"
+            )
+        yield lineno, " ".join(fields[:-dim]), fields[-dim:]
 
 
 def parse_values(path: str | Path, lineno: int, values: list[str]) -> list[float]:

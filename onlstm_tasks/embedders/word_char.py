@@ -20,6 +20,8 @@ class WordCharEmbedder(TokenEmbedder):
 
     ``word_vocab`` and ``char_vocab`` come from the data; everything else is plain config. Each part is a
     :class:`TokenEmbedder` of its own; this class only chooses and concatenates them. ``output_size`` is derived.
+    The ``pretrained`` file is read at first use, and never when the weights are restored from a checkpoint
+    (see :class:`WordEmbedding`).
     """
 
     def __init__(

@@ -9,7 +9,9 @@ from .onlstm import ONLSTM
 from .onlstm_cell import ONLSTMCell
 from .reference import ReferenceONLSTMCell
 from .rnn import GRU, LSTM
+from .tree_lstm import ChildSumTreeLSTM
 
 __all__ = ["EncoderOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
            "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder", "CellStackEncoder", "RecurrentCell",
-           "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM", "NestedLSTM", "NestedLSTMCell"]
+           "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM", "NestedLSTM", "NestedLSTMCell",
+           "ChildSumTreeLSTM"]

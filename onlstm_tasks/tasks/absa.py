@@ -18,6 +18,7 @@ from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import SequenceEncoder, encode
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
 from onlstm_tasks.trees.source import TreeSource
@@ -160,12 +161,7 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
                                    source.direction_combination)
 
     def configure_optimizers(self):
-        factory = self.optimizer_factory or (lambda params: torch.optim.Adam(params, lr=1e-3))
-        optimizer = factory(self.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer),
-                                                         "monitor": "val_accuracy"}}
+        return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_accuracy")
 
 
 def default_embedder(word_vocab: Sequence[str], char_vocab: Sequence[str]) -> TokenEmbedder:

@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
 
@@ -129,12 +130,7 @@ class NERTagger(EncodesWords, pl.LightningModule):
 
     # ---- optimisation -------------------------------------------------------------------------------------
     def configure_optimizers(self):
-        factory = self.optimizer_factory or (lambda params: torch.optim.Adam(params, lr=1e-3))
-        optimizer = factory(self.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer),
-                                                         "monitor": "val_f1"}}
+        return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_f1")
 
 
 def batch_heads(batch) -> torch.Tensor | None:
