@@ -9,7 +9,9 @@ from onlstm_tasks.encoders import (
     CIFGLSTM,
     GRU,
     LSTM,
+    MLSTM,
     ONLSTM,
+    SLSTM,
     NestedLSTM,
     NoForgetLSTM,
     PeepholeLSTM,
@@ -29,6 +31,8 @@ ENCODERS = {
     "cifg-bi": lambda: CIFGLSTM(6, 8, bidirectional=True),
     "noforget-bi-2": lambda: NoForgetLSTM(6, 8, num_layers=2, bidirectional=True),
     "nested-bi": lambda: NestedLSTM(6, 8, bidirectional=True),
+    "slstm-bi-2": lambda: SLSTM(6, 8, num_layers=2, bidirectional=True, num_heads=2),
+    "mlstm-bi-2": lambda: MLSTM(6, 8, num_layers=2, bidirectional=True, num_heads=2),
 }
 LENGTHS = torch.tensor([7, 5, 2, 1])
 

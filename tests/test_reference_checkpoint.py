@@ -68,13 +68,16 @@ class AuthorsLayoutStack(nn.Module):
 
 
 @pytest.mark.parametrize("dropconnect", [0.0, 0.3])
-def test_loaded_weights_reproduce_the_authors_outputs(dropconnect):
+@pytest.mark.parametrize("sizes", [[10, 16, 16, 16], [10, 24, 24, 8]], ids=["uniform", "lm-shaped"])
+def test_loaded_weights_reproduce_the_authors_outputs(dropconnect, sizes):
+    """Uniform layers, and the shape of their language models (ninp -> nhid -> nhid -> ninp, e.g. 400/1150/1150/400)."""
     torch.manual_seed(0)
-    theirs = AuthorsLayoutStack([10, 16, 16, 16], chunk_size=4, dropconnect=dropconnect).eval()
-    ours = ONLSTM(10, 16, 4, num_layers=3, dropconnect=dropconnect).eval()
+    theirs = AuthorsLayoutStack(sizes, chunk_size=4, dropconnect=dropconnect).eval()
+    hidden = sizes[1] if len(set(sizes[1:])) == 1 else sizes[1:]
+    ours = ONLSTM(sizes[0], hidden, 4, num_layers=len(sizes) - 1, dropconnect=dropconnect).eval()
     ours.load_reference_state_dict(theirs.state_dict())
 
-    x = torch.randn(9, 3, 10)
+    x = torch.randn(9, 3, sizes[0])
     h, d_forget, d_in = theirs(x)
     out = ours(x.transpose(0, 1))
     assert (out.hidden - h.transpose(0, 1)).abs().max() < 1e-5
@@ -90,3 +93,18 @@ def test_mismatched_reference_state_dict_is_rejected():
         ONLSTM(10, 16, 8, num_layers=2).load_reference_state_dict(theirs.state_dict())
     with pytest.raises(ValueError, match="unidirectional"):
         ONLSTM(10, 16, 4, num_layers=2, bidirectional=True).load_reference_state_dict(theirs.state_dict())
+    with pytest.raises(ValueError, match="expected shape"):  # per-layer sizes must match too
+        ONLSTM(10, [16, 8], 4, num_layers=2).load_reference_state_dict(theirs.state_dict())
+
+
+def test_per_layer_sizes_shape_the_stack():
+    enc = ONLSTM(6, [12, 8], 4, num_layers=2, bidirectional=True, dropconnect=0.3)
+    assert enc.output_size == 16 and enc.cell(1).input_size == 24 and enc.cell(1).hidden_size == 8
+    x, mask = torch.randn(2, 5, 6), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    out = enc.train()(x, mask)  # DropConnect masks of two shapes
+    assert out.hidden.shape == (2, 5, 16) and [layer.size(-1) for layer in out.layers] == [24, 16]
+    assert out.distances.shape == (2, 2, 2, 5)
+    with pytest.raises(ValueError, match="one size or one per layer"):
+        ONLSTM(6, [12, 8], 4, num_layers=3)
+    with pytest.raises(ValueError, match="multiple of chunk_size"):
+        ONLSTM(6, [12, 10], 4, num_layers=2)

@@ -4,14 +4,16 @@ from .base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
 from .cell_stack import CellStackEncoder, RecurrentCell
 from .dependency_guided import DependencyGuidedEncoder
 from .lstm_variants import CIFGLSTM, NoForgetLSTM, PeepholeLSTM
+from .mlstm import MLSTM, MLSTMCell
 from .nested_lstm import NestedLSTM, NestedLSTMCell
 from .onlstm import ONLSTM
 from .onlstm_cell import ONLSTMCell
 from .reference import ReferenceONLSTMCell
 from .rnn import GRU, LSTM
+from .slstm import SLSTM, SLSTMCell
 from .tree_lstm import ChildSumTreeLSTM
 
 __all__ = ["EncoderOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
            "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder", "CellStackEncoder", "RecurrentCell",
            "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM", "NestedLSTM", "NestedLSTMCell",
-           "ChildSumTreeLSTM"]
+           "ChildSumTreeLSTM", "SLSTM", "SLSTMCell", "MLSTM", "MLSTMCell"]

@@ -17,7 +17,8 @@ class ONLSTM(SequenceEncoder):
 
     Args:
         input_size: features of each input vector.
-        hidden_size: neurons per direction; must be a multiple of ``chunk_size``.
+        hidden_size: neurons per direction, each a multiple of ``chunk_size``: one size for every layer, or a
+            list with one size per layer (as the authors' language models, e.g. ``[1150, 1150, 400]``).
         chunk_size: neurons per master-gate level (``levels = hidden_size / chunk_size``).
         num_layers: stacked layers; layer ``l + 1`` reads layer ``l``'s (both directions') states.
         bidirectional: adds a right-to-left direction that reads each sequence over its true length.
@@ -32,7 +33,7 @@ class ONLSTM(SequenceEncoder):
     def __init__(
         self,
         input_size: int,
-        hidden_size: int = 256,
+        hidden_size: int | list[int] = 256,
         chunk_size: int = 8,
         num_layers: int = 1,
         bidirectional: bool = False,
@@ -47,13 +48,18 @@ class ONLSTM(SequenceEncoder):
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         check_probability("dropout", dropout)
         check_probability("dropconnect", dropconnect)
+        sizes = [hidden_size] * num_layers if isinstance(hidden_size, int) else list(hidden_size)
+        if len(sizes) != num_layers:
+            raise ValueError(f"hidden_size must be one size or one per layer ({num_layers}), got {hidden_size}")
         self.input_size, self.hidden_size, self.chunk_size = input_size, hidden_size, chunk_size
+        self.hidden_sizes = sizes
         self.num_layers, self.bidirectional = num_layers, bidirectional
         self.dropout, self.dropconnect, self.master_input = dropout, dropconnect, master_input
         self.num_directions = 2 if bidirectional else 1
-        self.output_size = hidden_size * self.num_directions
+        self.output_size = sizes[-1] * self.num_directions
         self.cells = nn.ModuleList(
-            ONLSTMCell(input_size if layer == 0 else self.output_size, hidden_size, chunk_size, master_input)
+            ONLSTMCell(input_size if layer == 0 else sizes[layer - 1] * self.num_directions, sizes[layer],
+                       chunk_size, master_input)
             for layer in range(num_layers)
             for _ in range(self.num_directions)
         )
@@ -72,10 +78,11 @@ class ONLSTM(SequenceEncoder):
         if not self.training or self.dropconnect == 0.0:
             return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
         keep = 1.0 - self.dropconnect
-        first = self.cells[0].weight_hh
-        masks = torch.rand(len(self.cells), *first.shape, dtype=first.dtype, device=first.device)
-        masks.lt_(keep).mul_(1.0 / keep)  # in place: 1 / (1 - p) where kept, else 0
-        return [cell.weight_hh * mask for cell, mask in zip(self.cells, masks)]
+        weights = [cell.weight_hh for cell in self.cells]
+        noise = torch.rand(sum(w.numel() for w in weights), dtype=weights[0].dtype, device=weights[0].device)
+        noise.lt_(keep).mul_(1.0 / keep)  # in place: 1 / (1 - p) where kept, else 0
+        masks = noise.split([w.numel() for w in weights])
+        return [w * mask.view_as(w) for w, mask in zip(weights, masks)]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
         mask = self.check_inputs(x, mask)
@@ -109,8 +116,9 @@ class ONLSTM(SequenceEncoder):
 
         Their keys are ``cells.{k}.ih.0.weight``, ``cells.{k}.ih.0.bias``, ``cells.{k}.hh.weight`` and
         ``cells.{k}.hh.bias`` for layer ``k``; their gate order is the one this class uses (see
-        :class:`ONLSTMCell`), so rows are copied unchanged. Only unidirectional encoders with the same sizes in
-        every layer qualify. Their DropConnect keeps weights unscaled in training and multiplies them by
+        :class:`ONLSTMCell`), so rows are copied unchanged. Only unidirectional encoders qualify, with the stack's
+        sizes (for their language model ``ONLSTMStack([400, 1150, 1150, 400], chunk_size=10)``:
+        ``ONLSTM(400, [1150, 1150, 400], 10, num_layers=3)``). Their DropConnect keeps weights unscaled in training and multiplies them by
         ``1 - p`` in eval, ours rescales in training (see :func:`drop_connect`), so ``hh.weight`` is multiplied
         by ``1 - self.dropconnect``: with the same ``dropconnect`` both models then compute the same function in
         eval mode and the same distribution of functions in training.
