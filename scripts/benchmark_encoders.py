@@ -4,7 +4,8 @@
 
 For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
 it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
-DropConnect on vs off in training, the reference cell (one configuration: it is slow) and the machine.
+DropConnect on vs off in training, the reference cell (one configuration: it is slow), every encoder of the LSTM
+family against nn.LSTM, and the machine.
 
 How it is measured:
 - the contenders of one configuration are timed in turns (A B A B ...) and reported as medians, so a load
@@ -147,6 +148,53 @@ def reference_lines(args, x, mask, repeats, clock) -> None:
         print(f"{mode:<17} nn.LSTM {t_lstm:.2f} ms, reference {t_ref:.1f} ms: {t_ref / t_lstm:.1f}x")
 
 
+def family() -> dict[str, Callable[[int, int], torch.nn.Module]]:
+    """The LSTM relatives (issue: swappable encoders), each ``(input_size, hidden_size) -> encoder``."""
+    from onlstm_tasks import encoders as e
+
+    return {
+        "ON-LSTM": lambda i, h: e.ONLSTM(i, h, 8, bidirectional=True),
+        "LSTM (nn.LSTM)": lambda i, h: e.LSTM(i, h, bidirectional=True),
+        "GRU (nn.GRU)": lambda i, h: e.GRU(i, h, bidirectional=True),
+        "peephole LSTM": lambda i, h: e.PeepholeLSTM(i, h, bidirectional=True),
+        "CIFG LSTM": lambda i, h: e.CIFGLSTM(i, h, bidirectional=True),
+        "no-forget LSTM": lambda i, h: e.NoForgetLSTM(i, h, bidirectional=True),
+        "nested LSTM": lambda i, h: e.NestedLSTM(i, h, bidirectional=True),
+        "sLSTM (4 heads)": lambda i, h: e.SLSTM(i, h, bidirectional=True, num_heads=4),
+        "mLSTM (4 heads, parallel)": lambda i, h: e.MLSTM(i, h, bidirectional=True, num_heads=4),
+        "child-sum Tree-LSTM (+top-down)": lambda i, h: e.ChildSumTreeLSTM(i, h, tree_source="gold"),
+    }
+
+
+def family_lines(args, x, mask, repeats, clock) -> None:
+    """Every encoder of the family, bidirectional, 1 layer, mixed lengths, against nn.LSTM (packed) in one run.
+    The Tree-LSTM reads a right-branching chain as its gold tree (its cost depends on the tree's height)."""
+    print("\nencoder family (bidirectional, 1 layer, mixed lengths): ms per batch and ratio to nn.LSTM")
+    lengths = mask.sum(1)
+    steps = torch.arange(x.size(1))
+    chain = torch.where(steps[None] + 1 < lengths[:, None], steps[None] + 1, steps[None]).expand(x.size(0), -1)
+    torch.manual_seed(1)
+    lstm = nn.LSTM(args.input, args.hidden, bidirectional=True, batch_first=True)
+    print(f"{'encoder':<33}{'inference':>10}{'ratio':>8}{'fwd+bwd':>10}{'ratio':>8}")
+    for name, build in family().items():
+        enc = build(args.input, args.hidden)
+        cells = []
+        for grad in (False, True):
+            enc.train(grad)
+
+            def step(grad=grad, enc=enc) -> None:
+                enc.zero_grad(set_to_none=True)
+                with torch.set_grad_enabled(grad):
+                    inp = x.detach().requires_grad_(grad)
+                    out = enc(inp, mask, chain) if "Tree" in name else enc(inp, mask)
+                    if grad:
+                        out.hidden.sum().backward()
+
+            t_lstm, t_enc = interleaved_medians([lstm_step(lstm, x, mask, grad), step], repeats, clock=clock)
+            cells += [t_enc, t_enc / t_lstm]
+        print(f"{name:<33}{cells[0]:>10.1f}{cells[1]:>7.2f}x{cells[2]:>10.1f}{cells[3]:>7.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
@@ -157,6 +205,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15, help="timed runs per contender and configuration")
     ap.add_argument("--quick", action="store_true", help="5 repeats, reference cell skipped")
     ap.add_argument("--reference-repeats", type=int, default=1)
+    ap.add_argument("--family", action="store_true", help="time the LSTM family even with --quick")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time, or this process's CPU time (steadier on a busy machine; with several threads "
@@ -184,6 +233,8 @@ def main() -> None:
     dropconnect_lines(args, x, masks, repeats, clock)
     if not args.quick:
         reference_lines(args, x, masks["full"], args.reference_repeats, clock)
+    if args.family or not args.quick:
+        family_lines(args, x, masks["mixed"], max(3, repeats // 3), clock)
 
 
 if __name__ == "__main__":
