@@ -12,15 +12,12 @@ from torch import nn
 from onlstm_tasks.encoders import CIFGLSTM, LSTM, NoForgetLSTM, PeepholeLSTM
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.lstm_variants import CIFGCell, NoForgetCell, PeepholeCell
+from recurrent_batches import LENGTHS, mixed_batch
 
-LENGTHS = [6, 3, 1, 5]
 
 
 def batch(dtype=torch.float32, features=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(len(LENGTHS), max(LENGTHS), features, generator=g, dtype=dtype)
-    mask = torch.arange(max(LENGTHS))[None, :] < torch.tensor(LENGTHS)[:, None]
-    return x, mask
+    return mixed_batch(dtype, features, seed)
 
 
 def lstm_rows(cell, weight: torch.Tensor, which: str) -> dict[str, torch.Tensor]:

@@ -13,16 +13,13 @@ from jsonargparse import ArgumentParser
 from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.mlstm import MLSTM, MLSTMCell
+from recurrent_batches import LENGTHS, mixed_batch
 
-LENGTHS = [6, 3, 1, 5]
 F64 = torch.float64
 
 
 def batch(dtype=F64, features=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(len(LENGTHS), max(LENGTHS), features, generator=g, dtype=dtype)
-    mask = torch.arange(max(LENGTHS))[None, :] < torch.tensor(LENGTHS)[:, None]
-    return x, mask
+    return mixed_batch(dtype, features, seed)
 
 
 def hand_inputs(cell: MLSTMCell, x: torch.Tensor):

@@ -11,16 +11,13 @@ from jsonargparse import ArgumentParser
 from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.slstm import SLSTM, SLSTMCell
+from recurrent_batches import LENGTHS, mixed_batch
 
-LENGTHS = [6, 3, 1, 5]
 F64 = torch.float64
 
 
 def batch(dtype=F64, features=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(len(LENGTHS), max(LENGTHS), features, generator=g, dtype=dtype)
-    mask = torch.arange(max(LENGTHS))[None, :] < torch.tensor(LENGTHS)[:, None]
-    return x, mask
+    return mixed_batch(dtype, features, seed)
 
 
 def hand_pre_activations(cell: SLSTMCell, x: torch.Tensor, h: torch.Tensor) -> list[torch.Tensor]:

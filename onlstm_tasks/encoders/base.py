@@ -92,6 +92,14 @@ def backward_as_boundaries(backward: torch.Tensor) -> torch.Tensor:
     return torch.cat((torch.zeros_like(backward[..., :1]), backward[..., :-1]), dim=-1)
 
 
+def check_stack_sizes(input_size: int, hidden_size: int, num_layers: int) -> None:
+    """The ValueErrors every stacked recurrent encoder raises for impossible sizes."""
+    if input_size <= 0 or hidden_size <= 0:
+        raise ValueError(f"input_size and hidden_size must be positive, got {input_size}, {hidden_size}")
+    if num_layers < 1:
+        raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+
+
 class SequenceEncoder(nn.Module):
     """Base class: subclasses set ``input_size`` and ``output_size`` and implement :meth:`forward`."""
 

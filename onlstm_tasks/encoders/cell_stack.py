@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .base import EncoderOutput, SequenceEncoder, reverse_padded
+from .base import EncoderOutput, SequenceEncoder, check_stack_sizes, reverse_padded
 from .dropout import check_probability, locked_dropout
 
 State = tuple[torch.Tensor, ...]
@@ -81,10 +81,7 @@ class CellStackEncoder(SequenceEncoder):
     def __init__(self, input_size: int, hidden_size: int, cell: CellFactory, num_layers: int = 1,
                  bidirectional: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
-        if input_size <= 0 or hidden_size <= 0:
-            raise ValueError(f"input_size and hidden_size must be positive, got {input_size}, {hidden_size}")
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        check_stack_sizes(input_size, hidden_size, num_layers)
         check_probability("dropout", dropout)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bidirectional, self.dropout = bidirectional, dropout

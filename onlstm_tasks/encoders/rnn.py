@@ -12,7 +12,7 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .base import EncoderOutput, SequenceEncoder
+from .base import EncoderOutput, SequenceEncoder, check_stack_sizes
 from .dropout import check_probability, drop_connect, locked_dropout
 
 
@@ -29,10 +29,7 @@ class _TorchRNN(SequenceEncoder):
         dropconnect: float = 0.0,
     ) -> None:
         super().__init__()
-        if input_size <= 0 or hidden_size <= 0:
-            raise ValueError(f"input_size and hidden_size must be positive, got {input_size}, {hidden_size}")
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        check_stack_sizes(input_size, hidden_size, num_layers)
         check_probability("dropout", dropout)
         check_probability("dropconnect", dropconnect)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
