@@ -17,6 +17,25 @@ from shared_data import SHARED_DATA, requires_shared_data
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "absa"
 
 
+# per line of fixtures/absa/predict.jsonl, counted by hand: the term, its token span and its character span
+FIXTURE_ASPECTS = [
+    ("hinge", [1, 2], [4, 9]),  # ordinal 0 (default): the first "hinge"
+    ("hinge cover", [5, 7], [26, 37]),
+    ("fan", [5, 6], [19, 22]),  # ordinal 1: occurrences count as str.count does, so "fans" is occurrence 0
+    ("Zorblax ports", [0, 2], [0, 13]),  # from/to
+]
+
+
+def report_rows(report: str) -> dict[str, list[float]]:
+    """The rows of a :func:`format_report` table by their first column (``macro avg`` included)."""
+    rows = {}
+    for line in report.splitlines()[1:]:
+        if line.strip():
+            label = "macro avg" if line.startswith("macro avg") else line.split()[0]
+            rows[label] = [float(v) for v in line[len(label):].split()]
+    return rows
+
+
 @pytest.fixture(autouse=True)
 def _plain_argv(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
@@ -41,7 +60,9 @@ def test_fit_test_predict_with_every_head(tmp_path, capsys, head):
     for row in rows:
         assert row["polarity"] in labels and set(row["probabilities"]) == set(labels)
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
-        assert row["aspect"].replace(" ", "") in row["text"].replace(" ", "")
+    for row, (term, span, char_span) in zip(rows, FIXTURE_ASPECTS, strict=True):
+        assert (row["term"], row["aspect"], row["span"], row["char_span"]) == (term, term, span, char_span)
+        assert row["text"][char_span[0]:char_span[1]] == term
 
 
 @pytest.mark.slow
@@ -65,12 +86,18 @@ def test_ddp_two_processes_give_the_same_test_scores_as_one(tmp_path):
 def test_laptops_kit_from_parquet_and_xml(tmp_path):
     sources = {"parquet": str(SHARED_DATA / "setfit-absa-semeval-laptops"),
                "xml": str(SHARED_DATA / "semeval2014_laptops")}
-    counts = {}
+    counts, reports = {}, {}
     for name, path in sources.items():
         dm = AspectSentimentDataModule(path=path)
         counts[name] = {split: Counter(e.label for e in dm.splits()[split]) for split in ("train", "test")}
         config = tiny_absa_config(tmp_path / name, {"path": path, "batch_size": 32}, limit_val_batches=2)
-        main(["fit", "--config", str(config), "--test_after_fit", "true", "--trainer.limit_test_batches", "2"])
-        assert 0.0 <= last_metrics(tmp_path / name / "logs")["test_accuracy"] <= 1.0
+        main(["fit", "--config", str(config), "--test_after_fit", "true"])  # the whole test split (cheap)
+        accuracy = last_metrics(tmp_path / name / "logs")["test_accuracy"]
+        reports[name] = report_rows(next((tmp_path / name / "logs").rglob("test_report.txt")).read_text())
+        assert reports[name]["accuracy"] == pytest.approx([accuracy, 638], abs=6e-5)
     assert counts["parquet"] == counts["xml"]
     assert counts["xml"]["test"] == {"positive": 341, "negative": 128, "neutral": 169}
+    # what the CLI actually scored, class by class: the same supports from both readers
+    supports = {name: {label: int(row[-1]) for label, row in rows.items() if label not in ("accuracy", "macro avg")}
+                for name, rows in reports.items()}
+    assert supports["parquet"] == supports["xml"] == counts["xml"]["test"]

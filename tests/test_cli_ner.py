@@ -17,31 +17,73 @@ def _plain_argv(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
 
 
+def token_offsets(text: str, tokens: list[str]) -> list[tuple[int, int]]:
+    """Character span of every token, found by searching the tokens in ``text`` in order (independent of the
+    reader's offsets)."""
+    offsets, pos = [], 0
+    for token in tokens:
+        start = text.index(token, pos)
+        assert not text[pos:start].strip(), (text, token, pos)  # only spaces are skipped
+        offsets.append((start, start + len(token)))
+        pos = start + len(token)
+    assert not text[pos:].strip()
+    return offsets
+
+
+def micro_avg(report: str) -> tuple[float, float, float, int]:
+    """precision, recall, F1 and support of the ``micro avg`` row of a seqeval report."""
+    row = next(line for line in report.splitlines() if line.strip().startswith("micro avg"))
+    *scores, support = row.split()[2:]
+    return (*map(float, scores), int(support))
+
+
+# training-like sentences (the tiny model tags them) with odd spacing, so a span is not " ".join(tokens)
+PREDICT_TEXT = [
+    "Zoran Zamfirel, chief executive of Tarvik  Mining, said on Wednesday that the company would cut 34 jobs.",
+    "FC Solvenna v  Hallowmere   Athletic",
+    "Lena Brandt visited the Harwick Institute in Oslo.",
+    "A quiet day.",
+]
+
+
 def test_fit_test_and_predict_without_training_data(tmp_path, capsys):
-    config = tiny_ner_config(tmp_path)
-    main(["fit", "--config", str(config), "--test_after_fit", "true"])
+    # two full epochs of the bundled sample (a few seconds) so that the scores and the predictions are not empty
+    config = tiny_ner_config(tmp_path, limit_train_batches=1.0)
+    lr = "--model.init_args.optimizer.init_args.lr=0.02"
+    main(["fit", "--config", str(config), lr, "--test_after_fit", "true"])
     metrics = last_metrics(tmp_path / "logs")
-    assert 0.0 <= metrics["test_f1"] <= 1.0 and "val_f1" in metrics and "test_strict_f1" in metrics
+    assert 0.0 < metrics["test_f1"] <= 1.0 and "val_f1" in metrics and "test_strict_f1" in metrics
     assert "micro avg" in capsys.readouterr().out  # the per-type report is printed...
     assert list(tmp_path.rglob("test_report.txt"))  # ...and saved
 
     best = tmp_path / "ckpt" / "best.ckpt"
     hparams = torch.load(best, weights_only=True)["hyper_parameters"]
     assert hparams["labels"][0] == "O" and "<unk>" in hparams["word_vocab"]
+    # the test after fit scored the best checkpoint: testing it again gives the same numbers
+    main(["test", "--config", str(config), lr, "--ckpt_path", str(best),
+          "--trainer.logger.init_args.save_dir", str(tmp_path / "retest")])
+    again = last_metrics(tmp_path / "retest")
+    for key in ("test_f1", "test_loss", "test_strict_f1"):
+        assert again[key] == pytest.approx(metrics[key], abs=1e-6), key
 
     text = tmp_path / "input.txt"
-    text.write_text("Lena Brandt visited the Harwick Institute in Oslo.\n\nA quiet day.\n", encoding="utf-8")
+    text.write_text("\n\n".join(PREDICT_TEXT) + "\n", encoding="utf-8")
     # no training data at all: the vocabularies come from the checkpoint
     main(["predict", "--config", str(config), "--ckpt_path", str(best), "--data.init_args.path", "null",
           "--data.init_args.predict_file", str(text)])
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
-    assert [r["text"] for r in rows] == ["Lena Brandt visited the Harwick Institute in Oslo.", "A quiet day."]
+    assert [r["text"] for r in rows] == PREDICT_TEXT
+    assert rows[0]["tokens"][:3] == ["Zoran", "Zamfirel", ","]  # punctuation is split off
+    assert sum(len(r["entities"]) for r in rows) >= 2  # otherwise the span checks below check nothing
     for row in rows:
         assert len(row["tokens"]) == len(row["tags"])
+        offsets = token_offsets(row["text"], row["tokens"])
         for e in row["entities"]:
-            assert row["text"][e["char_start"]:e["char_end"]] == e["text"] == " ".join(e["tokens"]) or \
-                row["text"][e["char_start"]:e["char_end"]] == e["text"]
-            assert all(t.endswith(e["type"]) for t in row["tags"][e["start"]:e["end"]])
+            start, end = e["start"], e["end"]
+            assert (e["char_start"], e["char_end"]) == (offsets[start][0], offsets[end - 1][1]), e
+            assert e["text"] == row["text"][offsets[start][0]:offsets[end - 1][1]]
+            assert e["tokens"] == row["tokens"][start:end]
+            assert all(t.endswith(e["type"]) for t in row["tags"][start:end])
 
 
 def test_print_config_resolves_the_encoder_block(tmp_path, capsys):
@@ -109,6 +151,11 @@ def test_fit_and_test_on_the_shared_kits(tmp_path, data):
     main(["fit", "--config", str(config), "--test_after_fit", "true", "--trainer.limit_test_batches", "3"])
     metrics = last_metrics(tmp_path / "logs")
     assert 0.0 <= metrics["test_f1"] <= 1.0
+    # the saved seqeval report agrees with the logged scores, over entities that are there
+    precision, recall, f1, support = micro_avg(next((tmp_path / "logs").rglob("test_report.txt")).read_text())
+    assert support > 0
+    assert (precision, recall, f1) == pytest.approx(
+        (metrics["test_precision"], metrics["test_recall"], metrics["test_f1"]), abs=6e-5)
     labels = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=True)["hyper_parameters"]["labels"]
     expected = {"B-PERSON", "B-GPE", "I-ORG"} if data["format"] == "ontonotes" else {"B-PER", "B-LOC", "I-ORG"}
     assert expected <= set(labels)

@@ -7,6 +7,7 @@ from jsonargparse import ArgumentParser
 
 from onlstm_tasks.encoders import (
     CIFGLSTM,
+    ChildSumTreeLSTM,
     GRU,
     LSTM,
     MLSTM,
@@ -67,6 +68,20 @@ def test_padding_invariance_and_zero_padding(name):
         if out.distances is not None:
             torch.testing.assert_close(out.distances[:, :, b, :n], alone.distances[:, :, 0], atol=1e-6, rtol=1e-5)
             assert (out.distances[:, :, b, n:] == 0).all() and (out.input_distances[:, :, b, n:] == 0).all()
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_nan_in_the_padding_reaches_neither_outputs_nor_gradients(name):
+    torch.manual_seed(0)
+    enc = ENCODERS[name]()
+    x, mask = padded_batch()
+    x = torch.where(mask[..., None], x, torch.tensor(float("nan"))).requires_grad_()
+    out = enc(x, mask)
+    assert not any(bool(layer.isnan().any()) for layer in out.layers)
+    assert (out.hidden[~mask] == 0).all()
+    out.hidden.sum().backward()
+    assert all(bool(p.grad.isfinite().all()) for p in enc.parameters() if p.grad is not None)
+    assert (x.grad[~mask] == 0).all()
 
 
 @pytest.mark.parametrize("name", ENCODERS)
@@ -219,3 +234,16 @@ def test_combined_distances():
     assert out.combined_distances("max").shape == (2, 4, 7)
     with pytest.raises(ValueError, match="no distances"):
         LSTM(6, 8)(*padded_batch()).combined_distances()
+
+
+def test_nan_in_the_padding_of_a_tree_lstm_stays_there():
+    torch.manual_seed(0)
+    enc = ChildSumTreeLSTM(6, 8, tree_source="gold")
+    x, mask = padded_batch()
+    steps = torch.arange(7)
+    chain = torch.where(steps[None] + 1 < LENGTHS[:, None], steps[None] + 1, steps[None]).expand(4, 7)
+    x = torch.where(mask[..., None], x, torch.tensor(float("nan"))).requires_grad_()
+    out = enc(x, mask, chain)
+    assert not bool(out.hidden.isnan().any()) and (out.hidden[~mask] == 0).all()
+    out.hidden.sum().backward()
+    assert all(bool(p.grad.isfinite().all()) for p in enc.parameters() if p.grad is not None)

@@ -102,6 +102,62 @@ def test_simulated_ddp_evaluation_scores_each_example_once(monkeypatch, world, l
     assert sorted(union) == list(range(len(lengths)))
 
 
+def rank_batches(monkeypatch, lengths: list[int], batch_size: int, world: int) -> list[list[list[int]]]:
+    """Evaluation batches of every simulated rank, checking on each that ``len`` agrees with iteration."""
+    per_rank = []
+    for rank in range(world):
+        use_world(monkeypatch, world, rank)
+        sampler = BucketBatchSampler(lengths, batch_size, shuffle=False)
+        batches = list(sampler)
+        assert len(sampler) == len(batches), (rank, len(sampler), len(batches))
+        per_rank.append(batches)
+    return per_rank
+
+
+@pytest.mark.parametrize(
+    ("n_examples", "batch_size", "world"),
+    [(2, 32, 2), (3, 32, 2), (3, 32, 3), (5, 32, 4), (9, 4, 4), (7, 3, 4), (8, 2, 5), (11, 4, 3), (12, 4, 2)],
+)
+def test_simulated_ddp_evaluation_gives_every_rank_a_batch(monkeypatch, n_examples, batch_size, world) -> None:
+    # a rank without a batch skips its evaluation loop, and the others hang in the metrics' all-gather
+    lengths = [(7 * i) % 5 + 1 for i in range(n_examples)]
+    per_rank = rank_batches(monkeypatch, lengths, batch_size, world)
+    assert all(per_rank), [len(b) for b in per_rank]
+    flat = [i for batches in per_rank for b in batches for i in b]
+    assert sorted(flat) == list(range(n_examples))  # each example exactly once
+    assert all(1 <= len(b) <= batch_size for batches in per_rank for b in batches)
+    full_batches = -(-n_examples // batch_size)
+    total = sum(len(batches) for batches in per_rank)
+    if full_batches >= world:  # enough batches already: the usual cut, untouched
+        assert total == full_batches
+    else:  # one batch per rank, as even as possible, each a run of the length-sorted order
+        assert total == world and all(len(batches) == 1 for batches in per_rank)
+        sizes = [len(batches[0]) for batches in per_rank]
+        assert max(sizes) - min(sizes) <= 1
+        ordered = [i for batches in per_rank for i in batches[0]]
+        assert ordered == sorted(range(n_examples), key=lambda i: (lengths[i], i))
+
+
+@pytest.mark.parametrize(("n_examples", "world"), [(1, 2), (2, 3), (3, 8)])
+def test_simulated_ddp_evaluation_rejects_fewer_examples_than_processes(monkeypatch, n_examples, world) -> None:
+    for rank in range(world):
+        use_world(monkeypatch, world, rank)
+        sampler = BucketBatchSampler([3] * n_examples, 32, shuffle=False)
+        message = f"{n_examples} examples on {world} processes"
+        with pytest.raises(ValueError, match=message):
+            list(sampler)
+        with pytest.raises(ValueError, match=message):
+            len(sampler)
+    # training repeats batches instead (every rank gets one), and a single process needs no second example
+    assert len(list(BucketBatchSampler([3] * n_examples, 32, shuffle=True))) == 1
+    use_world(monkeypatch, 1, 0)
+    assert len(BucketBatchSampler([3] * n_examples, 32, shuffle=False)) == 1
+
+
+def test_simulated_ddp_evaluation_of_an_empty_split_is_empty_on_every_rank(monkeypatch) -> None:
+    assert rank_batches(monkeypatch, [], 32, 3) == [[], [], []]
+
+
 @pytest.mark.parametrize("world", [2, 3, 4])
 @pytest.mark.parametrize(("lengths", "batch_size"), [(LENGTHS, 32), (LENGTHS, 50), (SMALL, 4), (SMALL, 3),
                                                      (SMALL, 11), (SMALL, 20)])

@@ -197,13 +197,40 @@ def test_soft_heads_gradients_reach_distances():
 
 def test_trees_from_an_onlstm_encoder():
     torch.manual_seed(0)
-    encoder = ONLSTM(input_size=8, hidden_size=16, chunk_size=4, num_layers=2, bidirectional=True)
+    encoder = ONLSTM(input_size=8, hidden_size=16, chunk_size=4, num_layers=2, bidirectional=True).double()
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
-    out = encoder(torch.randn(2, 5, 8), mask)
-    distances = out.combined_distances("mean")[-1]  # [B, T]: last layer, both directions averaged
-    heads = heads_tensor(distances, mask)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+
+    def distances() -> torch.Tensor:
+        return encoder(x, mask).combined_distances("mean")[-1]  # [B, T]: last layer, both directions averaged
+
+    d = distances()
+    heads = heads_tensor(d, mask)
     for b, n in enumerate([5, 3]):
-        assert tensor_to_heads(heads, mask)[b] == distances_to_heads(distances[b, :n].tolist())
-    p = soft_heads(distances, mask, temperature=0.1)
-    p.sum().backward()  # differentiable end to end
-    assert all(param.grad is not None for param in encoder.parameters() if param.requires_grad)
+        assert tensor_to_heads(heads, mask)[b] == distances_to_heads(d[b, :n].tolist())
+
+    # differentiable end to end: the likelihood of a fixed (right-branching) tree. Rows of soft_heads sum to 1,
+    # so p.sum() would have no gradient at all; this loss has one, and it matches a finite difference
+    target = torch.tensor([[1, 2, 3, 4, 4], [1, 2, 2, 0, 0]])
+
+    def loss() -> torch.Tensor:
+        p = soft_heads(distances(), mask, temperature=0.1)
+        return -(p.clamp_min(1e-12).log().gather(2, target[..., None]).squeeze(-1) * mask).sum()
+
+    loss().backward()
+    params = [param for param in encoder.parameters() if param.requires_grad]
+    assert all(param.grad is not None and torch.isfinite(param.grad).all() for param in params)
+    assert sum(param.grad.abs().sum() for param in params) > 0
+
+    direction = [torch.randn_like(param) for param in params]
+    analytic = sum((param.grad * v).sum() for param, v in zip(params, direction)).item()
+    eps = 1e-6
+    with torch.no_grad():
+        for param, v in zip(params, direction):
+            param.add_(eps * v)
+        plus = loss().item()
+        for param, v in zip(params, direction):
+            param.sub_(2 * eps * v)
+        minus = loss().item()
+    assert abs(analytic) > 1e-3
+    assert (plus - minus) / (2 * eps) == pytest.approx(analytic, rel=1e-4)

@@ -17,7 +17,10 @@ class BucketBatchSampler:
 
     Under ``torch.distributed`` each process takes every ``world_size``-th batch. For training the batch list is
     padded (by repeating batches) to a multiple of the world size so every process runs the same number of
-    steps; for evaluation nothing is repeated, so every example is scored exactly once across processes.
+    steps; for evaluation nothing is repeated, so every example is scored exactly once across processes. With
+    fewer evaluation batches than processes the examples are instead cut into ``world_size`` smaller batches, one per
+    process: a process without any batch would skip its whole evaluation loop and leave the others waiting for it
+    in the metrics' all-gather. Evaluation therefore needs at least as many examples as processes (or none).
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0) -> None:
@@ -30,14 +33,30 @@ class BucketBatchSampler:
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
-    def _all_batches(self) -> list[list[int]]:
+    def _all_batches(self, world: int) -> list[list[int]]:
         rng = random.Random(self.seed + self.epoch)
         keys = [(n, rng.random() if self.shuffle else i) for i, n in enumerate(self.lengths)]
         order = sorted(range(len(self.lengths)), key=keys.__getitem__)
+        if self._needs_one_batch_per_process(world):
+            # contiguous runs of the sorted order, sizes differing by at most one, none empty (len(order) >= world)
+            return [order[r * len(order) // world : (r + 1) * len(order) // world] for r in range(world)]
         batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         if self.shuffle:
             rng.shuffle(batches)
         return batches
+
+    def _needs_one_batch_per_process(self, world: int) -> bool:
+        """Evaluation under DDP with fewer batches than processes (but some examples): cut one batch per process."""
+        n = len(self.lengths)
+        if self.shuffle or world == 1 or n == 0 or -(-n // self.batch_size) >= world:
+            return False
+        if n < world:
+            raise ValueError(
+                f"cannot evaluate {n} examples on {world} processes: every process needs at least one example "
+                f"(a process without a batch skips its evaluation loop and the others hang); use at most {n} "
+                f"devices for this split"
+            )
+        return True
 
     @staticmethod
     def _world() -> tuple[int, int]:
@@ -46,8 +65,8 @@ class BucketBatchSampler:
         return 1, 0
 
     def _my_batches(self) -> list[list[int]]:
-        batches = self._all_batches()
         world, rank = self._world()
+        batches = self._all_batches(world)
         if world > 1 and self.shuffle and batches and len(batches) % world:
             # cyclic: with fewer batches than processes, batches[:k] alone would leave some processes without any
             batches += [batches[i % len(batches)] for i in range(world - len(batches) % world)]
@@ -58,7 +77,7 @@ class BucketBatchSampler:
 
     def __len__(self) -> int:
         world, rank = self._world()
-        n = -(-len(self.lengths) // self.batch_size)
+        n = world if self._needs_one_batch_per_process(world) else -(-len(self.lengths) // self.batch_size)
         if world == 1:
             return n
         if self.shuffle:

@@ -52,9 +52,9 @@ CellFactory = Callable[[int, int], RecurrentCell]
 def run_cell(cell: RecurrentCell, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Runs ``cell`` left to right over x [B, T, D] from the zero state; rows end at their length (``mask``
     [B, T] bool, left-aligned): their state stops changing there. Returns h [B, T, H], zero at padded steps."""
-    projected = cell.project(x)
-    state = cell.initial_state(x.size(0), x)
     keep = mask.unsqueeze(-1)  # [B, T, 1]
+    projected = cell.project(x.masked_fill(~keep, 0.0))  # padded steps run on zeros, whatever x holds there
+    state = cell.initial_state(x.size(0), x)
     outputs = []
     for t in range(x.size(1)):
         h, new_state = cell.step(projected[:, t], state)
@@ -62,7 +62,7 @@ def run_cell(cell: RecurrentCell, x: torch.Tensor, mask: torch.Tensor) -> torch.
         state = tuple(torch.where(k.view(-1, *([1] * (new.dim() - 1))), new, old)
                       for new, old in zip(new_state, state))
         outputs.append(h)
-    return torch.stack(outputs, dim=1) * keep.to(x.dtype)
+    return torch.where(keep, torch.stack(outputs, dim=1), 0.0)
 
 
 class CellStackEncoder(SequenceEncoder):

@@ -178,7 +178,8 @@ class ChildSumTreeLSTM(TreeEncoder):
         pos = torch.arange(x.size(1), device=x.device).expand(mask.shape)
         hard = tree if tree is not None else pos  # no tree: every token its own root
         height, depth = tree_levels(hard, mask)
-        states = inner.hidden if inner is not None else x
+        # padded positions belong to no tree level; zeroed so that even NaN there cannot reach a gradient
+        states = (inner.hidden if inner is not None else x).masked_fill(~mask[..., None], 0.0)
         h, _ = self.bottom_up(states, hard, mask, height)
         if self.top_down is not None:
             h = torch.cat((h, self.top_down(h, hard, depth)), dim=-1)

@@ -20,6 +20,7 @@ from onlstm_tasks.modules.tagger import CRFTagger
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
+from onlstm_tasks.trees.source import TreeSource
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,9 @@ class NERTagger(EncodesWords, pl.LightningModule):
         mask = batch.tokens.mask
         emissions, encoded = self.net.emissions(batch.tokens, batch_heads(batch))
         tags = self.net.crf.decode(emissions, mask)
-        trees = induced_tree_fields(encoded, mask, batch.tokens.words)
+        source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
+        trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
+                                    source.direction_combination)
         out = []
         for row, index in enumerate(batch.index):
             n = int(mask[row].sum())
