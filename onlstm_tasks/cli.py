@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import sys
 
+from pathlib import Path
+
+import torch
 from lightning.pytorch.cli import LightningCLI
 
 from . import __version__
+
+# model hyper-parameters that are facts of the data: linked from the data module (which reads them from the
+# checkpoint for validate/test/predict), so never re-parsed from a checkpoint
+DATA_FACTS = ("word_vocab", "char_vocab", "labels")
 
 
 class TasksCLI(LightningCLI):
@@ -14,7 +21,7 @@ class TasksCLI(LightningCLI):
     supplying the vocabularies for validate/test/predict (so no training data is needed there)."""
 
     def add_arguments_to_parser(self, parser) -> None:
-        for fact in ("word_vocab", "char_vocab", "labels"):
+        for fact in DATA_FACTS:
             parser.link_arguments(f"data.{fact}", f"model.init_args.{fact}", apply_on="instantiate")
         parser.add_argument("--test_after_fit", type=bool, default=False,
                             help="after fit, run test on the best checkpoint and print the scores")
@@ -26,6 +33,31 @@ class TasksCLI(LightningCLI):
             ckpt = cfg.get("ckpt_path")
             if ckpt and not cfg.data.init_args.get("vocab_from"):
                 cfg.data.init_args.vocab_from = ckpt
+
+    def _parse_ckpt_path(self) -> None:
+        """LightningCLI's restoring of the model's configuration from ``--ckpt_path``, minus :data:`DATA_FACTS`.
+
+        LightningCLI re-parses every saved hyper-parameter through jsonargparse; type-checking a vocabulary of a
+        few thousand words that way took minutes per ``test``/``predict`` call. The facts are linked from the data
+        module, which takes them from the same checkpoint (``vocab_from``), so dropping them here changes nothing
+        else. Everything else (embedder, encoder, optimiser, ...) is restored as LightningCLI does it.
+        """
+        sub = self.config.get("subcommand")
+        ckpt_path = self.config[sub].get("ckpt_path") if sub else None
+        if not ckpt_path or not Path(ckpt_path).is_file():
+            return
+        hparams = torch.load(ckpt_path, weights_only=True, map_location="cpu").get("hyper_parameters", {})
+        hparams.pop("_instantiator", None)
+        for fact in DATA_FACTS:
+            hparams.pop(fact, None)
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        if hparams:
+            try:
+                self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
+            except SystemExit:
+                sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+                raise
 
     def after_fit(self) -> None:
         if self.config.fit.get("test_after_fit"):
