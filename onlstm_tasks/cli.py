@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from pathlib import Path
@@ -65,7 +66,20 @@ class TasksCLI(LightningCLI):
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 
+def show_package_logs() -> None:
+    """Shows this package's INFO lines (counts of what readers skipped or repaired, vocabulary sizes, vector
+    coverage, ...) on stderr, as Lightning shows its own; a library import configures nothing by itself."""
+    logger = logging.getLogger("onlstm_tasks")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+
+
 def main(args: list[str] | None = None) -> None:
+    show_package_logs()
     argv = sys.argv[1:] if args is None else args
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")

@@ -258,9 +258,9 @@ class NERDataModule(pl.LightningDataModule):
             examples = self.examples(split)
             trees, missing = split_trees(examples)
             if missing:
-                log.warning("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): with "
-                            "tree_source 'gold' each of their words is its own root (no arcs)", split, missing,
-                            len(examples))
+                log.info("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): with "
+                         "tree_source 'gold' each of their words is its own root (no arcs)", split, missing,
+                         len(examples))
             items = []
             for i, ex in enumerate(examples):
                 word_ids, char_ids = encoder.encode(ex.words)
