@@ -49,6 +49,13 @@ class RecurrentCell(nn.Module):
 CellFactory = Callable[[int, int], RecurrentCell]
 
 
+def init_uniform(cell: nn.Module, hidden_size: int) -> None:
+    """Every parameter of ``cell`` uniform in ``[-1/sqrt(H), 1/sqrt(H)]``, as ``nn.LSTM`` initialises."""
+    bound = hidden_size**-0.5
+    for p in cell.parameters():
+        nn.init.uniform_(p, -bound, bound)
+
+
 def run_cell(cell: RecurrentCell, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Runs ``cell`` left to right over x [B, T, D] from the zero state; rows end at their length (``mask``
     [B, T] bool, left-aligned): their state stops changing there. Returns h [B, T, H], zero at padded steps."""

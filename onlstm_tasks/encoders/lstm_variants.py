@@ -20,12 +20,10 @@ layers) and share the arguments of :class:`~onlstm_tasks.encoders.LSTM` except D
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from .cell_stack import CellStackEncoder, RecurrentCell, State
+from .cell_stack import CellStackEncoder, RecurrentCell, State, init_uniform
 
 
 class GatedCell(RecurrentCell):
@@ -43,9 +41,7 @@ class GatedCell(RecurrentCell):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)  # as nn.LSTM
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+        init_uniform(self, self.hidden_size)
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(x, self.weight_ih, self.bias)  # [B, T, gates * H]

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cell_stack import CellStackEncoder, RecurrentCell, State
+from .cell_stack import CellStackEncoder, RecurrentCell, State, init_uniform
 from .slstm import check_heads, forget_bias, log_forget_gate, stabilised_gates
 
 
@@ -59,9 +59,7 @@ class MLSTMCell(RecurrentCell):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+        init_uniform(self, self.hidden_size)
         with torch.no_grad():
             gates = self.bias[4 * self.hidden_size :]
             gates[: self.num_heads] = 0.0

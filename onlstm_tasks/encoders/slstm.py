@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cell_stack import CellStackEncoder, RecurrentCell, State
+from .cell_stack import CellStackEncoder, RecurrentCell, State, init_uniform
 
 FORGET_GATES = ("sigmoid", "exp")
 
@@ -92,9 +92,7 @@ class SLSTMCell(RecurrentCell):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+        init_uniform(self, self.hidden_size)
         with torch.no_grad():
             self.bias[self.hidden_size : 2 * self.hidden_size] = forget_bias(self.hidden_size, self.forget_gate)
 
