@@ -11,6 +11,7 @@ to tree encoders only, so every other encoder keeps the two-argument forward.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +31,8 @@ class EncoderOutput:
     input_distances:  master-input distances ``mean(i~_t)``, same shape, or ``None``.
     heads:            the trees a :class:`TreeEncoder` used, one per interaction layer (hard or gold heads
                       ``[B, T]`` long, or soft head weights ``[B, T, T]``); ``None`` for encoders that use no tree.
+    state:            the final recurrent state of a :class:`StatefulEncoder` (left to right, full batch), to be
+                      passed, detached (:func:`detach_state`), as the next window's ``state``; ``None`` otherwise.
 
     For a bidirectional ON-LSTM, direction 0 is the forward pass and direction 1 the backward pass; both are
     indexed by token position (the backward pass's value at position t was computed when it read token t).
@@ -41,6 +44,7 @@ class EncoderOutput:
     distances: torch.Tensor | None = None
     input_distances: torch.Tensor | None = None
     heads: tuple[torch.Tensor, ...] | None = None
+    state: object | None = None
 
     def combined_distances(self, how: str = "mean", which: str = "forget") -> torch.Tensor:
         """Distances merged over directions, [layers, B, T].
@@ -141,6 +145,79 @@ class TreeEncoder(SequenceEncoder):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 heads: torch.Tensor | None = None) -> EncoderOutput:  # pragma: no cover
         raise NotImplementedError
+
+
+class StatefulEncoder(SequenceEncoder):
+    """A recurrent encoder that can start from a given state and return its final one: ``forward(x, mask=None,
+    state=None) -> EncoderOutput`` with ``.state`` the state after the last step.
+
+    For truncated back-propagation through time: a language model cuts a contiguous token stream into windows and
+    starts each window from the previous window's final state, detached (:func:`detach_state`), so that the
+    recurrence runs on across windows while gradients stop at the window's start. ``state=None`` is the zero
+    initial state, exactly the forward pass without a state. The state is an opaque object of the encoder's
+    making, to be handed back unchanged (for ON-LSTM and LSTM a tuple with one ``(h, c)`` per layer, for GRU one
+    ``(h,)`` per layer, each tensor [B, H]); a given state is a constant: no gradient flows into it.
+
+    Only a left-to-right encoder on a full batch (mask None or all True: every row a window of T tokens) has a
+    final state: the windows of a stream are full, and neither a right-to-left pass nor a row that ended early
+    has a state to hand on to the next window. Otherwise ``.state`` is None, and passing a ``state`` raises a
+    ValueError (:meth:`carries_state`).
+    """
+
+    bidirectional: bool
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                state: object | None = None) -> EncoderOutput:  # pragma: no cover
+        raise NotImplementedError
+
+    def carries_state(self, full: bool, state: object | None) -> bool:
+        """Whether this forward pass starts from ``state`` and returns its final state; ``full``: every row of the
+        batch has all T tokens. Raises a ValueError for a ``state`` the encoder cannot start from."""
+        if self.bidirectional:
+            if state is not None:
+                raise ValueError("state carry is for left-to-right encoders: this one is bidirectional (its "
+                                 "right-to-left pass starts at the window's end, where no previous state exists)")
+            return False
+        if not full:
+            if state is not None:
+                raise ValueError("state carry needs a full batch (mask None or all True): the windows of a "
+                                 "contiguous stream are full, and a row that ended early has no state to carry")
+            return False
+        return True
+
+
+def check_layer_states(state: object, parts: tuple[str, ...], hidden_sizes: Sequence[int],
+                       x: torch.Tensor) -> None:
+    """Raises a clear ValueError unless ``state`` holds one tuple per layer of ``len(parts)`` tensors (named
+    ``parts``, e.g. ``("h", "c")``) of shape [B, hidden_sizes[layer]], with ``x``'s batch size, dtype and device."""
+    layers, batch = len(hidden_sizes), x.size(0)
+    names = "(" + ", ".join(parts) + ")"
+    if not isinstance(state, (tuple, list)) or len(state) != layers:
+        got = f"{len(state)} entries" if isinstance(state, (tuple, list)) else type(state).__name__
+        raise ValueError(f"state must be a tuple with one {names} per layer ({layers}), got {got}")
+    for layer, (entry, size) in enumerate(zip(state, hidden_sizes)):
+        if not isinstance(entry, (tuple, list)) or len(entry) != len(parts):
+            raise ValueError(f"state[{layer}] must be a tuple {names} of tensors, got {type(entry).__name__}"
+                             + (f" of {len(entry)}" if isinstance(entry, (tuple, list)) else ""))
+        for name, t in zip(parts, entry):
+            if not isinstance(t, torch.Tensor) or t.shape != (batch, size):
+                shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"state[{layer}] {name} must have shape {(batch, size)} [batch, hidden], got {shape}")
+            if t.dtype != x.dtype or t.device != x.device:
+                raise ValueError(f"state[{layer}] {name} must have x's dtype and device ({x.dtype}, {x.device}), "
+                                 f"got {t.dtype}, {t.device}")
+
+
+def detach_state(state: object | None) -> object | None:
+    """``state`` (tensors in nested tuples or lists, as :class:`StatefulEncoder` returns) with every tensor
+    detached, so the next window's backward pass stops at its start; None for None."""
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    if isinstance(state, (tuple, list)):
+        return tuple(detach_state(part) for part in state)
+    raise TypeError(f"a state holds tensors in nested tuples, got {type(state).__name__}")
 
 
 def encode(encoder: SequenceEncoder, x: torch.Tensor, mask: torch.Tensor | None,

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from .base import EncoderOutput, SequenceEncoder
+from .base import EncoderOutput, StatefulEncoder, check_layer_states
 from .dropout import check_probability, drop_connect, locked_dropout
-from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions
+from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions, run_left_to_right
+
+LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
 
-class ONLSTM(SequenceEncoder):
+class ONLSTM(StatefulEncoder):
     """Ordered Neurons LSTM (Shen et al., ICLR 2019) as a :class:`SequenceEncoder`.
 
     Args:
@@ -28,6 +30,10 @@ class ONLSTM(SequenceEncoder):
 
     Distances in the output are ``1 - mean(f~_t)`` (master forget) and ``mean(i~_t)`` (master input) per layer
     and direction.
+
+    State carry (:class:`StatefulEncoder`): a unidirectional encoder on a full batch returns its final state, a
+    tuple with one ``(h, c)`` per layer (each [B, hidden_sizes[layer]]), and starts from such a ``state`` when
+    given one (the next window of a stream, truncated back-propagation through time).
     """
 
     def __init__(
@@ -84,21 +90,30 @@ class ONLSTM(SequenceEncoder):
         masks = noise.split([w.numel() for w in weights])
         return [w * mask.view_as(w) for w, mask in zip(weights, masks)]
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                state: LayerStates | None = None) -> EncoderOutput:
         mask = self.check_inputs(x, mask)
         full = bool(mask.all())
+        carry = self.carries_state(full, state)
+        if state is not None:
+            check_layer_states(state, ("h", "c"), self.hidden_sizes, x)
         plan = BatchPlan(None if full else mask, x.size(0), x.size(1), x.device)
         weights = self.recurrent_weights()
         dirs = self.num_directions
 
-        layers, dist_forget, dist_input = [], [], []
+        layers, dist_forget, dist_input, finals = [], [], [], []
         layer_input = x
         for layer in range(self.num_layers):
             if layer > 0:
                 layer_input = locked_dropout(layer_input, self.dropout, self.training)
-            cells = list(self.cells[layer * dirs : (layer + 1) * dirs])
-            # both directions side by side; states and distances come back zero at padded steps
-            hidden, d_f, d_i = run_directions(cells, layer_input, plan, weights[layer * dirs : (layer + 1) * dirs])
+            layer_weights = weights[layer * dirs : (layer + 1) * dirs]
+            if carry:  # left to right on a full batch: from the given state (or zeros) to the final one
+                hidden, d_f, d_i, final = run_left_to_right(self.cell(layer), layer_input, plan, layer_weights[0],
+                                                            None if state is None else state[layer])
+                finals.append(final)
+            else:  # both directions side by side; states and distances come back zero at padded steps
+                hidden, d_f, d_i = run_directions(list(self.cells[layer * dirs : (layer + 1) * dirs]), layer_input,
+                                                  plan, layer_weights)
             layers.append(hidden)
             dist_forget.append(d_f)
             dist_input.append(d_i)
@@ -109,6 +124,7 @@ class ONLSTM(SequenceEncoder):
             layers=tuple(layers),
             distances=torch.stack(dist_forget),
             input_distances=torch.stack(dist_input),
+            state=tuple(finals) if carry else None,
         )
 
     def load_reference_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:

@@ -7,7 +7,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .gates import MASTER_INPUT_VARIANTS
-from .onlstm_function import onlstm_layer
+from .onlstm_function import LayerState, onlstm_layer, onlstm_layer_carry
 
 
 class ONLSTMCell(nn.Module):
@@ -137,26 +137,67 @@ class _GatherRows(torch.autograd.Function):
 def run_directions(
     cells: list[ONLSTMCell], x: torch.Tensor, plan: BatchPlan, weights_hh: list[torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Runs one layer: ``cells[0]`` left to right and, if given, ``cells[1]`` right to left, side by side.
+    """Runs one layer from a zero state: ``cells[0]`` left to right and, if given, ``cells[1]`` right to left,
+    side by side.
 
     x [B, T, D]; ``weights_hh`` the recurrent weight of each cell (DropConnect applied or not). Returns hidden
     states [B, T, H * len(cells)] (directions concatenated) and forget/input distances [len(cells), B, T], all zero
     at padded steps.
     """
-    dirs, (batch, steps, _) = len(cells), x.shape
-    symmetric = cells[0].master_input == "symmetric"
-    in_rows, in_inverse, out_rows, out_inverse, dist_rows, dist_inverse = plan.maps(dirs)
-    x_dirs = _GatherRows.apply(x.reshape(batch * steps, x.size(-1)), in_rows, in_inverse).view(
-        dirs, steps, batch, x.size(-1))
-    if dirs == 1:
+    x_dirs = _layer_inputs(x, plan, len(cells))
+    h, d_forget, d_input = onlstm_layer(x_dirs, *_layer_weights(cells, weights_hh), plan.batch_sizes,
+                                        cells[0].master_input == "symmetric")
+    return _layer_outputs(h, d_forget, d_input, plan)
+
+
+def run_left_to_right(
+    cell: ONLSTMCell,
+    x: torch.Tensor,
+    plan: BatchPlan,
+    weight_hh: torch.Tensor,
+    state: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`run_directions` for one left-to-right cell on a full batch (``plan`` without a mask), starting from
+    ``state`` and returning the final one: the windows of a contiguous stream (truncated back-propagation through
+    time, see :func:`.onlstm_function.onlstm_layer_carry`).
+
+    ``state``: ``(h, c)``, each [B, H], a constant (no gradient flows into it); None for zeros. Returns hidden
+    states [B, T, H], forget/input distances [1, B, T] and the final ``(h, c)``, each [B, H].
+    """
+    if plan.batch_sizes != [plan.batch] * plan.steps:
+        raise ValueError("state carry needs a full batch: every row has all T steps")
+    initial = None if state is None else LayerState(state[0][None], state[1][None])
+    h, d_forget, d_input, final = onlstm_layer_carry(
+        _layer_inputs(x, plan, 1), *_layer_weights([cell], [weight_hh]), cell.master_input == "symmetric", initial)
+    return (*_layer_outputs(h, d_forget, d_input, plan), (final.h[0], final.c[0]))
+
+
+def _layer_inputs(x: torch.Tensor, plan: BatchPlan, dirs: int) -> torch.Tensor:
+    """x [B, T, D] laid out for :func:`onlstm_layer`: [dirs, T, B, D], rows sorted, right to left reversed."""
+    batch, steps, features = x.shape
+    in_rows, in_inverse = plan.maps(dirs)[:2]
+    flat = _GatherRows.apply(x.reshape(batch * steps, features), in_rows, in_inverse)
+    return flat.view(dirs, steps, batch, features)
+
+
+def _layer_weights(
+    cells: list[ONLSTMCell], weights_hh: list[torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The cells' ``weight_ih`` [K, G, D], summed biases [K, G] and recurrent weights [K, G, H], stacked."""
+    if len(cells) == 1:  # no stack: a view costs nothing
         cell = cells[0]
-        weight_ih, bias = cell.weight_ih[None], (cell.bias_ih + cell.bias_hh)[None]
-        weight_hh = weights_hh[0][None]
-    else:
-        weight_ih = torch.stack([cell.weight_ih for cell in cells])
-        bias = torch.stack([cell.bias_ih + cell.bias_hh for cell in cells])
-        weight_hh = torch.stack(weights_hh)
-    h, d_forget, d_input = onlstm_layer(x_dirs, weight_ih, bias, weight_hh, plan.batch_sizes, symmetric)
+        return cell.weight_ih[None], (cell.bias_ih + cell.bias_hh)[None], weights_hh[0][None]
+    return (torch.stack([cell.weight_ih for cell in cells]),
+            torch.stack([cell.bias_ih + cell.bias_hh for cell in cells]),
+            torch.stack(weights_hh))
+
+
+def _layer_outputs(
+    h: torch.Tensor, d_forget: torch.Tensor, d_input: torch.Tensor, plan: BatchPlan
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`onlstm_layer`'s outputs back in the batch's layout: h [B, T, H * K], distances [K, B, T]."""
+    dirs, batch, steps = h.size(0), plan.batch, plan.steps
+    _, _, out_rows, out_inverse, dist_rows, dist_inverse = plan.maps(dirs)
     h = _GatherRows.apply(h.reshape(-1, h.size(-1)), out_rows, out_inverse).view(batch, steps, dirs * h.size(-1))
     d_forget = _GatherRows.apply(d_forget.reshape(-1), dist_rows, dist_inverse).view(dirs, batch, steps)
     d_input = _GatherRows.apply(d_input.reshape(-1), dist_rows, dist_inverse).view(dirs, batch, steps)

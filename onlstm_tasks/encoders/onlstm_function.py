@@ -27,14 +27,28 @@ steps is computed on the first ``n`` rows, ``n`` those running at its first step
 keep stepping on zero inputs (cheaper than slicing every step), but their outputs at padded steps are zeroed and
 receive no gradient, so they never reach a real position. A new run starts when the running rows fall to
 ``SHRINK`` of ``n``: finished rows then stop costing anything, as in a packed sequence.
+
+State carry (:func:`onlstm_layer_carry`, full batches only): a language model's windows of a contiguous stream start
+from the previous window's final ``h, c`` instead of zeros. Step 0 then adds ``h_{-1} W_hh^T`` (skipped from a zero
+state) and the doubled cell buffer starts at ``2 c_{-1}``; the backward adds step 0's share of ``dW_hh`` and drops the
+gradient into ``h_{-1}, c_{-1}`` (truncated back-propagation through time: the initial state is a constant).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from torch.autograd.function import once_differentiable
 
 SHRINK = 0.75
+
+
+class LayerState(NamedTuple):
+    """The recurrent state of K directions of one layer between two windows: h and c, each [K, B, H]."""
+
+    h: torch.Tensor
+    c: torch.Tensor
 
 
 def onlstm_layer(
@@ -66,6 +80,40 @@ def onlstm_layer(
         return _Layer(x, weight_ih, bias, weight_hh, batch_sizes, symmetric, save=False).outputs
 
 
+def onlstm_layer_carry(
+    x: torch.Tensor,
+    weight_ih: torch.Tensor,
+    bias: torch.Tensor,
+    weight_hh: torch.Tensor,
+    symmetric: bool,
+    initial: LayerState | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, LayerState]:
+    """:func:`onlstm_layer` on a full batch (every row runs all T steps) from the state ``initial`` (None: zeros),
+    also returning the state after the last step, to start the next window of a stream from.
+
+    ``initial``: h and c [K, B, H], treated as constants (detached: no gradient flows into them, as truncated
+    back-propagation through time wants). Returns ``(h, forget distances, input distances, final)`` with ``final``
+    the :class:`LayerState` after step T - 1 (its h is ``h[:, -1]``); differentiable in ``x`` and the weights,
+    also through ``final``. From a zero state the time loop does exactly the work of :func:`onlstm_layer`.
+    """
+    dirs, steps, batch, _ = x.shape
+    if steps == 0 or batch == 0:  # nothing to run: the state passes through unchanged
+        h, d_forget, d_input = onlstm_layer(x, weight_ih, bias, weight_hh, [batch] * steps, symmetric)
+        if initial is None:
+            zeros = x.new_zeros(dirs, batch, weight_hh.size(-1))
+            return h, d_forget, d_input, LayerState(zeros, zeros.clone())
+        return h, d_forget, d_input, LayerState(initial.h.detach(), initial.c.detach())
+    h0, c0 = (None, None) if initial is None else (initial.h.detach(), initial.c.detach())
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, weight_ih, bias, weight_hh)):
+        h, d_forget, d_input, c_last = ONLSTMCarryFunction.apply(x, weight_ih, bias, weight_hh, symmetric, h0, c0)
+    else:
+        with torch.no_grad():
+            layer = _Layer(x, weight_ih, bias, weight_hh, [batch] * steps, symmetric, save=False,
+                           h_init=h0, c_init=c0)
+            (h, d_forget, d_input), c_last = layer.outputs, layer.final_cell()
+    return h, d_forget, d_input, LayerState(h[:, -1].clone(), c_last)  # a copy: the state outlives h
+
+
 class ONLSTMLayerFunction(torch.autograd.Function):
     """``(x, weight_ih, bias, weight_hh, batch_sizes, symmetric) -> (h, forget distances, input distances)``.
 
@@ -76,30 +124,62 @@ class ONLSTMLayerFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight_ih, bias, weight_hh, batch_sizes, symmetric):
         layer = _Layer(x, weight_ih, bias, weight_hh, batch_sizes, symmetric, save=True)
-        outputs = layer.outputs
-        ctx.save_for_backward(layer.x, weight_ih, weight_hh, outputs[0], *layer.saved)
-        layer.outputs = layer.x = layer.saved = None  # saved above, with checks against later in-place changes
-        # (outputs kept on ctx directly would also make a reference cycle through their grad_fn)
-        ctx.layer = layer
-        ctx.set_materialize_grads(False)
-        return outputs
+        return _keep_for_backward(ctx, layer, weight_ih, weight_hh, h0=None)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_h, grad_forget, grad_input):
-        x, weight_ih, weight_hh, h, *saved = ctx.saved_tensors  # x: zero at padded steps
-        d_pre = ctx.layer.backward(weight_hh, h, saved, grad_h, grad_forget, grad_input)  # [K, T, B, G]
-        dirs, gates = d_pre.size(0), d_pre.size(-1)
-        flat = d_pre.view(dirs, -1, gates)
-        need = ctx.needs_input_grad
-        d_x = torch.bmm(flat, weight_ih).view(x.shape) if need[0] else None
-        d_weight_ih = torch.bmm(flat.transpose(1, 2), x.reshape(dirs, -1, x.size(-1))) if need[1] else None
-        d_bias = flat.sum(1) if need[2] else None
-        d_weight_hh = None
-        if need[3]:  # step t reads h_{t-1}; h_{-1} = 0 contributes nothing
-            d_weight_hh = torch.bmm(d_pre[:, 1:].reshape(dirs, -1, gates).transpose(1, 2),
-                                    h[:, :-1].reshape(dirs, -1, h.size(-1)))
-        return d_x, d_weight_ih, d_bias, d_weight_hh, None, None
+        return *_parameter_grads(ctx, grad_h, grad_forget, grad_input), None, None
+
+
+class ONLSTMCarryFunction(torch.autograd.Function):
+    """``(x, weight_ih, bias, weight_hh, symmetric, h0, c0) -> (h, forget distances, input distances, c_last)``
+    on a full batch, from the constant initial state ``h0, c0`` [K, B, H] (both None: zeros); ``c_last`` [K, B, H]
+    is the cell state after the last step. See :func:`onlstm_layer_carry`; ``once_differentiable`` as
+    :class:`ONLSTMLayerFunction`, no gradient for ``h0, c0``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight_ih, bias, weight_hh, symmetric, h0, c0):
+        steps, batch = x.shape[1:3]
+        layer = _Layer(x, weight_ih, bias, weight_hh, [batch] * steps, symmetric, save=True, h_init=h0, c_init=c0)
+        c_last = layer.final_cell()
+        return (*_keep_for_backward(ctx, layer, weight_ih, weight_hh, h0), c_last)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_h, grad_forget, grad_input, grad_c_last):
+        return *_parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last), None, None, None
+
+
+def _keep_for_backward(ctx, layer: _Layer, weight_ih, weight_hh, h0):
+    """Saves what the backward of a layer Function reads and returns the layer's outputs."""
+    outputs = layer.outputs
+    ctx.save_for_backward(layer.x, weight_ih, weight_hh, outputs[0], h0, *layer.saved)
+    layer.outputs = layer.x = layer.saved = layer.cells = None  # saved above, with checks against later in-place
+    # changes (outputs kept on ctx directly would also make a reference cycle through their grad_fn)
+    ctx.layer = layer
+    ctx.set_materialize_grads(False)
+    return outputs
+
+
+def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
+    """The gradients of a layer Function's ``(x, weight_ih, bias, weight_hh)`` (None where not needed)."""
+    x, weight_ih, weight_hh, h, h0, *saved = ctx.saved_tensors  # x: zero at padded steps
+    d_pre = ctx.layer.backward(weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last)  # [K, T, B, G]
+    dirs, gates = d_pre.size(0), d_pre.size(-1)
+    flat = d_pre.view(dirs, -1, gates)
+    need = ctx.needs_input_grad
+    d_x = torch.bmm(flat, weight_ih).view(x.shape) if need[0] else None
+    d_weight_ih = torch.bmm(flat.transpose(1, 2), x.reshape(dirs, -1, x.size(-1))) if need[1] else None
+    d_bias = flat.sum(1) if need[2] else None
+    d_weight_hh = None
+    if need[3]:  # step t reads h_{t-1}; from a zero state h_{-1} contributes nothing
+        d_weight_hh = torch.bmm(d_pre[:, 1:].reshape(dirs, -1, gates).transpose(1, 2),
+                                h[:, :-1].reshape(dirs, -1, h.size(-1)))
+        if h0 is not None:
+            d_weight_hh.baddbmm_(d_pre[:, 0].transpose(1, 2), h0)
+    return d_x, d_weight_ih, d_bias, d_weight_hh
 
 
 def _segments(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
@@ -147,21 +227,33 @@ def _alternating(buf: torch.Tensor, segments, offset: int = 0) -> list[torch.Ten
     return views
 
 
+def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
+    """Writes ``2 c_{-1}`` (the buffers hold doubled cell states) into ``slot`` [K, B, H]: zeros, or ``2 c_init``."""
+    if c_init is None:
+        slot.zero_()
+    else:
+        slot.copy_(c_init).mul_(2.0)
+
+
 def _pair_first(block: torch.Tensor) -> torch.Tensor:
     """[K, steps, n, 2, ...] -> [K, steps, 2, n, ...] (a view): the input/forget pair before the rows."""
     return block.transpose(2, 3)
 
 
 class _Layer:
-    """The forward pass (run by the constructor) and, with ``save=True``, what the backward needs."""
+    """The forward pass (run by the constructor) and, with ``save=True``, what the backward needs.
 
-    def __init__(self, x, weight_ih, bias, weight_hh, batch_sizes, symmetric, save):
+    ``h_init, c_init``: the initial state [K, B, H] (None: zeros, and step 0 skips the recurrent product), for full
+    batches only.
+    """
+
+    def __init__(self, x, weight_ih, bias, weight_hh, batch_sizes, symmetric, save, h_init=None, c_init=None):
         dirs, steps, batch, _ = x.shape
         gates, hidden = weight_hh.shape[1:]
         levels = (gates - 4 * hidden) // 2
         chunk = hidden // levels
         self.shape = dirs, steps, batch, gates, hidden, levels, chunk
-        self.symmetric = symmetric
+        self.symmetric, self.save = symmetric, save
         seg = self.segments = _segments(batch_sizes)
         self.stop = stop = seg[-1][2]  # steps with a running row
         self.rows_at = [rows for rows, start, end in seg for _ in range(start, end)]
@@ -191,14 +283,15 @@ class _Layer:
             views = _per_step
             c_hats, c_prevs = _per_step(cells[..., 0, :], seg), _per_step(cells[..., 1, :], seg)
             c_news = _per_step(cells[..., 1, :], seg, offset=1)
-            cells[:, 0, :, 1].zero_()  # c_{-1}
+            _start_cell(cells[:, 0, :, 1], c_init)
         else:  # scratch reused at every step
             cells = new(2, dirs, batch, 2, hidden)
             tanh_c, eff, omega = new(dirs, batch, hidden), new(dirs, batch, 2, hidden), new(dirs, batch, levels)
             views = _scratch
             c_hats, c_prevs = _alternating(cells[..., 0, :], seg), _alternating(cells[..., 1, :], seg)
             c_news = _alternating(cells[..., 1, :], seg, offset=1)
-            cells[0, :, :, 1].zero_()  # c_{-1}
+            _start_cell(cells[0, :, :, 1], c_init)
+        self.cells = cells
 
         a_all, h_prevs, h_outs = _per_step(acts, seg), _per_step(h, seg, offset=-1), _per_step(h, seg)
         master_logits = _per_step(acts[..., :m0].unflatten(-1, (2, levels)), seg)
@@ -214,6 +307,8 @@ class _Layer:
         offset = torch.tensor([[1.0], [0.0]], dtype=x.dtype, device=x.device)
         sign = torch.tensor([[-1.0], [1.0]], dtype=x.dtype, device=x.device)
         minus_one, minus_two = (torch.tensor(v, dtype=x.dtype, device=x.device) for v in (-1.0, -2.0))
+        if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+            a_all[0].baddbmm_(h_init, w_hh_t)
         for t in range(stop):
             if t:
                 a_all[t].baddbmm_(h_prevs[t], w_hh_t)
@@ -242,8 +337,17 @@ class _Layer:
             self.saved = (acts, masters, probs, cells, tanh_c, eff, omega)
             self.views = dict(out_gates=out_gates, tcs=tcs)
 
-    def backward(self, weight_hh, h, saved, grad_h, grad_forget, grad_input):
-        """dL/d(pre-activations) [K, T, B, G] from the gradients of the three outputs (any of them None)."""
+    def final_cell(self) -> torch.Tensor:
+        """The cell state c [K, B, H] after the last step (a full batch's: rows that ended early have none), read
+        from the buffers, which hold ``2 c``: the save buffer's slot after the last step, or the scratch slot the
+        last step wrote (they alternate)."""
+        cells, stop = self.cells, self.stop
+        return (cells[:, stop, :, 1] if self.save else cells[stop % 2, :, :, 1]) * 0.5
+
+    def backward(self, weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last=None):
+        """dL/d(pre-activations) [K, T, B, G] from the gradients of the outputs (any of them None): h, the
+        distances and, for a full batch, the cell state after the last step. The gradient into the initial state
+        is dropped."""
         dirs, steps, batch, gates, hidden, levels, chunk = self.shape
         seg, stop, valid = self.segments, self.stop, self.valid
         acts, masters, probs, cells, tanh_c, eff, omega = saved
@@ -302,7 +406,7 @@ class _Layer:
                               prod.unflatten(-1, (levels, chunk)), *prod.unbind(1))
 
         rows_at = self.rows_at
-        carry = None  # dL/dc_t of the rows running at t + 1
+        carry = grad_c_last  # dL/dc_t of the rows running at t + 1 (after the last step: of every row)
         for t in reversed(range(stop)):
             n = rows_at[t]
             dh = d_hs[t]

@@ -2,7 +2,8 @@
 
 Arguments are named as for :class:`ONLSTM` where they apply, so swapping encoders is a ``class_path`` change.
 Layers are run one at a time (so every layer's states can be returned) on packed sequences, so padding never
-reaches a real position in either direction.
+reaches a real position in either direction. A unidirectional encoder on a full batch runs on the plain tensor and
+carries its state (:class:`StatefulEncoder`): LSTM one ``(h, c)`` per layer, GRU one ``(h,)``, each [B, H].
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .base import EncoderOutput, SequenceEncoder, check_stack_sizes
+from .base import EncoderOutput, StatefulEncoder, check_layer_states, check_stack_sizes
 from .dropout import check_probability, drop_connect, locked_dropout
 
+LayerStates = tuple[tuple[torch.Tensor, ...], ...]
 
-class _TorchRNN(SequenceEncoder):
+
+class _TorchRNN(StatefulEncoder):
     rnn_type: type[nn.RNNBase]
+    state_parts: tuple[str, ...]  # the tensors of one layer's state, as nn.LSTM / nn.GRU hold them in ``hx``
 
     def __init__(
         self,
@@ -42,36 +46,63 @@ class _TorchRNN(SequenceEncoder):
             for layer in range(num_layers)
         )
 
-    def _run(self, rnn: nn.RNNBase, packed):
-        """Runs one layer; in training with DropConnect, on freshly dropped recurrent weights."""
+    def _run(self, rnn: nn.RNNBase, inputs, hx=None):
+        """Runs one layer on a packed sequence or a plain [B, T, D] tensor: ``(output, final state)`` as the
+        module returns them; in training with DropConnect, on freshly dropped recurrent weights."""
         if not (self.training and self.dropconnect > 0):
-            return rnn(packed)[0]
+            return rnn(inputs, hx)
         dropped = {name: drop_connect(p, self.dropconnect, True)
                    for name, p in rnn.named_parameters() if name.startswith("weight_hh")}
-        return functional_call(rnn, dropped, (packed,))[0]
+        return functional_call(rnn, dropped, (inputs, hx))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
+    def _run_packed(self, rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """One layer on a padded batch (either direction), from a zero state: outputs [B, T, H * dirs]."""
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        return pad_packed_sequence(self._run(rnn, packed)[0], batch_first=True, total_length=x.size(1))[0]
+
+    def _run_carry(
+        self, rnn: nn.RNNBase, x: torch.Tensor, state: tuple[torch.Tensor, ...] | None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        """One left-to-right layer on a full batch (nothing to pack) from ``state`` (None: zeros, else a constant:
+        detached), returning outputs [B, T, H] and the final state, one [B, H] tensor per ``state_parts``."""
+        hx = None
+        if state is not None:
+            parts = tuple(t.detach()[None] for t in state)  # [1, B, H]: one layer, one direction
+            hx = parts if len(parts) > 1 else parts[0]
+        out, final = self._run(rnn, x, hx)
+        return out, tuple(t[0] for t in (final if isinstance(final, tuple) else (final,)))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                state: LayerStates | None = None) -> EncoderOutput:
         mask = self.check_inputs(x, mask)
-        lengths = mask.sum(dim=1).cpu()
-        layers = []
+        carry = self.carries_state(bool(mask.all()), state)
+        if state is not None:
+            check_layer_states(state, self.state_parts, [self.hidden_size] * self.num_layers, x)
+        lengths = None if carry else mask.sum(dim=1).cpu()
+        layers, finals = [], []
         layer_input = x
         for layer, rnn in enumerate(self.rnns):
             if layer > 0:
                 layer_input = locked_dropout(layer_input, self.dropout, self.training)
-            packed = pack_padded_sequence(layer_input, lengths, batch_first=True, enforce_sorted=False)
-            out, _ = pad_packed_sequence(self._run(rnn, packed), batch_first=True, total_length=x.size(1))
+            if carry:
+                out, final = self._run_carry(rnn, layer_input, None if state is None else state[layer])
+                finals.append(final)
+            else:
+                out = self._run_packed(rnn, layer_input, lengths)
             layers.append(out)
             layer_input = out
-        return EncoderOutput(hidden=layers[-1], layers=tuple(layers))
+        return EncoderOutput(hidden=layers[-1], layers=tuple(layers), state=tuple(finals) if carry else None)
 
 
 class LSTM(_TorchRNN):
     """``nn.LSTM`` as a :class:`SequenceEncoder` (no distances)."""
 
     rnn_type = nn.LSTM
+    state_parts = ("h", "c")
 
 
 class GRU(_TorchRNN):
     """``nn.GRU`` as a :class:`SequenceEncoder` (no distances)."""
 
     rnn_type = nn.GRU
+    state_parts = ("h",)
