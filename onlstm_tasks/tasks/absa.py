@@ -18,6 +18,7 @@ from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import SequenceEncoder, encode
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
@@ -40,6 +41,10 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
             (which also receives the batches' gold heads) in ``onlstm_tasks.modules.tree_aspect_head``.
         dropout: before the output layer.
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3).
+        pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose word vectors
+            start the word embedding and whose encoder starts the head's encoder(s): the whole-sentence encoder,
+            or TD/TC's left (forward) and right (backward) context encoders, each from the matching stack of a
+            bidirectional language model. Read at the start of ``fit`` only.
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and the head's whole-sentence encoder
     (``head.encoder`` reading the embedded words alone, as in :class:`AspectPoolingHead`) over raw token lists.
@@ -55,6 +60,7 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
         dropout: float = 0.5,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
+        pretrained_lm: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -87,6 +93,18 @@ class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
             raise ValueError(f"{type(self.head).__name__} has no encoder over the whole sentence alone ({why}); "
                              f"encode_words needs a head such as AspectPoolingHead")
         return encoder
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit" and self.hparams.pretrained_lm:  # before Lightning restores any checkpoint
+            init_from_language_model(self.hparams.pretrained_lm, self.embedder, self._lm_targets(),
+                                     self.hparams.word_vocab)
+
+    def _lm_targets(self) -> list[tuple[nn.Module, str | None]]:
+        """The head's encoders a language model starts: TD/TC's left and right context encoders read towards the
+        aspect like a forward and a backward language model; other heads' whole-sentence encoder."""
+        if isinstance(getattr(self.head, "left", None), SequenceEncoder):
+            return [(self.head.left, "forward"), (self.head.right, "backward")]
+        return [(self.sentence_encoder(), None)]
 
     def forward(self, batch) -> torch.Tensor:
         """Class logits [B, C]."""

@@ -12,19 +12,21 @@ import torch
 
 from onlstm_tasks.data.common import word_options
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
+from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.ner import NERTagger
 from onlstm_tasks.trees.probe import EncoderProbe
 
 log = logging.getLogger(__name__)
 
 TASK_MODELS: dict[str, type[pl.LightningModule]] = {
-    f"{cls.__module__}.{cls.__name__}": cls for cls in (NERTagger, AspectSentimentClassifier)
+    f"{cls.__module__}.{cls.__name__}": cls for cls in (NERTagger, AspectSentimentClassifier, LanguageModel)
 }
 
 
 def task_model_class(hparams: dict) -> type[pl.LightningModule]:
     """The class a checkpoint's hyper-parameters belong to: their ``_class_path`` (written by LightningCLI), else
-    guessed from the constructor arguments (``head`` -> aspect sentiment, ``encoder`` -> NER)."""
+    guessed from the constructor arguments (``head`` -> aspect sentiment, ``embedding_dim`` -> language model,
+    ``encoder`` -> NER)."""
     class_path = hparams.get("_class_path")
     if class_path is not None:
         if class_path not in TASK_MODELS:
@@ -32,6 +34,8 @@ def task_model_class(hparams: dict) -> type[pl.LightningModule]:
         return TASK_MODELS[class_path]
     if "head" in hparams:
         return AspectSentimentClassifier
+    if "embedding_dim" in hparams:
+        return LanguageModel
     if "encoder" in hparams:
         return NERTagger
     raise ValueError(f"cannot tell the model class from the hyper-parameters {sorted(hparams)}; expected a "
@@ -52,7 +56,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
 
 def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
                     trust: bool = False) -> pl.LightningModule:
-    """A task model (NERTagger, AspectSentimentClassifier) from a Lightning checkpoint, in eval mode (``trust``:
+    """A task model (NERTagger, AspectSentimentClassifier, LanguageModel) from a Lightning checkpoint, in eval mode (``trust``:
     see :func:`read_checkpoint`)."""
     return _load_model(path, read_checkpoint(path, trust), map_location, trust)
 

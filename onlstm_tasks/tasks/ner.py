@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
@@ -41,6 +42,9 @@ class NERTagger(EncodesWords, pl.LightningModule):
             :class:`~onlstm_tasks.encoders.DependencyGuidedEncoder` also receives the batches' gold heads.
         dropout: before the emission layer.
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
+        pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose encoder and
+            word vectors start the encoder and the word embedding (:mod:`onlstm_tasks.tasks.lm_init`); read at the
+            start of ``fit`` only (a trained model restores its own weights).
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and encoder over raw token lists.
     """
@@ -55,6 +59,7 @@ class NERTagger(EncodesWords, pl.LightningModule):
         dropout: float = 0.5,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
+        pretrained_lm: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -73,6 +78,11 @@ class NERTagger(EncodesWords, pl.LightningModule):
 
     def sentence_encoder(self) -> SequenceEncoder:
         return self.net.encoder
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit" and self.hparams.pretrained_lm:  # before Lightning restores any checkpoint
+            init_from_language_model(self.hparams.pretrained_lm, self.net.embedder, [(self.net.encoder, None)],
+                                     self.hparams.word_vocab)
 
     # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):

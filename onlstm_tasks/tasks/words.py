@@ -24,7 +24,12 @@ class EncodesWords:
 
     Run :meth:`encode_words` in eval mode under ``torch.no_grad()`` for probing; in training mode it applies the
     model's dropout like any forward pass.
+
+    ``sentence_frame``: tokens the model reads before and after every sentence, as in its training (a language
+    model's ``<eos>``). :meth:`embed_words` adds them; :meth:`encode_words` returns the words' positions only.
     """
+
+    sentence_frame: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     def word_embedder(self) -> TokenEmbedder:
         raise NotImplementedError
@@ -40,6 +45,9 @@ class EncodesWords:
         ``normalizer``/``max_word_length``: the training data module's (``lowercase``, ``normalize_digits``,
         ``max_word_length``; see :func:`onlstm_tasks.data.common.word_options_from_checkpoint`).
         """
+        lead, trail = self.sentence_frame
+        if lead or trail:
+            sentences = [[*lead, *words, *trail] for words in sentences]
         tokens = words_to_batch(sentences, self.hparams.word_vocab, self.hparams.char_vocab, normalizer,
                                 max_word_length)
         tokens = move_data_to_device(tokens, self.device)
@@ -50,4 +58,27 @@ class EncodesWords:
     ) -> EncoderOutput:
         """The sentence encoder's output (hidden states, per-layer states, distances) for raw token lists."""
         x, mask = self.embed_words(sentences, normalizer, max_word_length)
-        return self.sentence_encoder()(x, mask)
+        encoded = self.sentence_encoder()(x, mask)
+        lead, trail = (len(part) for part in self.sentence_frame)
+        return trim_frame(encoded, mask, lead, trail) if lead or trail else encoded
+
+
+def trim_frame(encoded: EncoderOutput, mask: torch.Tensor, lead: int, trail: int) -> EncoderOutput:
+    """The words' positions of an output over framed sentences: ``lead`` tokens before and ``trail`` after each
+    row's words are cut (each row keeps its words from position 0; zeros beyond its length, as at padding)."""
+    steps = mask.size(1) - lead - trail
+    words = mask[:, lead + trail:]  # [B, steps]: True at each row's first (length - lead - trail) positions
+
+    def cut(t: torch.Tensor | None, time_dim: int) -> torch.Tensor | None:
+        if t is None:
+            return None
+        kept = t.narrow(time_dim, lead, steps)
+        shape = [1] * kept.dim()
+        shape[time_dim - 1], shape[time_dim] = words.shape
+        return kept * words.view(shape).to(kept.dtype)
+
+    if encoded.heads is not None:
+        raise ValueError("trim_frame cannot cut the trees of a tree-reading encoder")
+    layers = tuple(cut(layer, 1) for layer in encoded.layers)
+    return EncoderOutput(hidden=cut(encoded.hidden, 1), layers=layers, distances=cut(encoded.distances, 3),
+                         input_distances=cut(encoded.input_distances, 3))

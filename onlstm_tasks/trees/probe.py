@@ -89,7 +89,9 @@ class EncoderProbe:
         with self._eval():
             x, mask = self.model.embed_words([list(words)], self.normalizer, self.max_word_length)
             gates = master_gates(encoder, x, mask, layer, direction)
-        return MasterGates(forget=gates.forget[0].float().cpu(), input=gates.input[0].float().cpu())
+        lead = len(getattr(self.model, "sentence_frame", ((), ()))[0])  # e.g. a language model's <eos>
+        words = slice(lead, lead + len(words))
+        return MasterGates(forget=gates.forget[0, words].float().cpu(), input=gates.input[0, words].float().cpu())
 
     def shape(self) -> tuple[int, int]:
         """``(layers, directions)`` of the encoder's distances (runs it on a one-word sentence)."""

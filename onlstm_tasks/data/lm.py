@@ -1,0 +1,279 @@
+"""``LanguageModelDataModule``: sentences -> a word vocabulary -> sentence batches or contiguous BPTT windows.
+
+Two ways to cut the text (``mode``):
+
+* ``sentence``: each sentence is one example, read from a zero state, framed by the boundary token ``<eos>``
+  (``<eos> w1 .. wn <eos>``). The forward LM predicts ``w1 .. wn <eos>`` from the positions before them; the
+  backward LM (bidirectional models) predicts ``<eos> w1 .. wn`` from the positions after them. This is how
+  the tree evaluation reads sentences, and the only mode for bidirectional models.
+* ``stream``: the split's sentences, each followed by ``<eos>``, form one token stream, laid out as
+  ``batch_size`` parallel rows (per process) and cut into windows of ``bptt`` steps, in order: row ``i`` of a
+  window continues row ``i`` of the previous one, so the model carries its recurrent state across windows
+  (truncated back-propagation through time, as in AWD-LSTM). The stream's tail that does not fill a row is
+  left out and counted in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader
+
+from .batching import TokenBatch
+from .common import bucket_loader, carve_validation, word_options
+from .features import WordNormalizer
+from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
+from .vocab import PAD, UNK, Vocabulary
+
+log = logging.getLogger(__name__)
+
+EOS = "<eos>"
+IGNORE = -100  # target of positions that predict nothing (cross_entropy's ignore_index)
+DEFAULT_CHAR_VOCAB = [PAD, UNK]  # language models read words only
+
+
+@dataclass
+class LMBatch:
+    tokens: TokenBatch  # inputs (no character ids: [B, T, 1] zeros)
+    forward_targets: torch.Tensor  # [B, T] long: the word each position's forward state predicts, IGNORE if none
+    backward_targets: torch.Tensor | None  # [B, T] long for the backward LM (sentence mode), else None
+    index: list[int]  # sentence mode: positions of the sentences in their split; stream mode: [window number]
+    carry: bool = False  # stream windows: row i continues row i of the previous batch of the same loader
+
+
+def build_lm_vocabulary(sentences: Sentences, normalizer: WordNormalizer, min_freq: int = 1,
+                        max_size: int | None = None) -> Vocabulary:
+    """``<pad>``, ``<unk>``, ``<eos>``, then training words by frequency (ties alphabetical), at least
+    ``min_freq`` occurrences, at most ``max_size`` entries in all."""
+    counts = Counter(normalizer(w) for words in sentences for w in words)
+    counts.pop(EOS, None)
+    words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+    if max_size is not None:
+        if max_size < 4:
+            raise ValueError(f"max_vocab_size must leave room for a word beside <pad>, <unk>, <eos>; got {max_size}")
+        words = words[: max_size - 3]
+    return Vocabulary([EOS, *words])
+
+
+class LanguageModelDataModule(pl.LightningDataModule):
+    """Language-model data from a text column (hub or local text files) or from the words of an NER source.
+
+    Args:
+        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (default: WikiText-103 raw
+            from the hub, ``Salesforce/wikitext`` / ``wikitext-103-raw-v1``). Local text files:
+            ``path: text`` with ``data_files: {train: a.txt, validation: b.txt, test: c.txt}``.
+        format: ``text`` (rows of ``text_column`` split at whitespace) or an NER format (``ontonotes``,
+            ``conll2012``, ``columns``, ``conllx``, ``tokens``, ``auto``): the words of its sentences.
+        reader_options: extra NER-reader arguments (NER formats only).
+        mode: ``sentence`` or ``stream`` (see the module docstring); ``bptt``: window length in stream mode.
+        max_length: sentence mode: longer sentences are cut into pieces of at most this many words (counted).
+        min_freq, max_vocab_size, lowercase, normalize_digits: word vocabulary (training split only); words
+            outside it read as ``<unk>`` and the ``<unk>`` rate of every split is logged.
+        validation_ratio, seed: a validation split is carved from train (by sentence) when the source has none.
+        vocab_from: a checkpoint whose vocabulary and word options to use (the CLI sets it for
+            validate/test/predict with ``--ckpt_path``).
+    """
+
+    def __init__(
+        self,
+        path: str = "Salesforce/wikitext",
+        name: str | None = "wikitext-103-raw-v1",
+        data_dir: str | None = None,
+        data_files: dict[str, Any] | str | None = None,
+        revision: str | None = None,
+        format: str = TEXT_FORMAT,
+        text_column: str = "text",
+        reader_options: dict[str, Any] | None = None,
+        mode: Literal["sentence", "stream"] = "sentence",
+        bptt: int = 70,
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        max_length: int = 128,
+        min_freq: int = 1,
+        max_vocab_size: int | None = None,
+        lowercase: bool = False,
+        normalize_digits: bool = True,
+        validation_ratio: float = 0.1,
+        vocab_from: str | None = None,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if bptt < 1 or max_length < 1 or batch_size < 1 or eval_batch_size < 1:
+            raise ValueError("bptt, max_length, batch_size and eval_batch_size must be positive")
+        self.save_hyperparameters()
+        self.normalizer = WordNormalizer(lowercase, normalize_digits)
+        self._splits: dict[str, Sentences] | None = None
+        self._vocab: Vocabulary | None = None
+        self._encoded: dict[str, list[list[int]]] = {}
+
+    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
+    @property
+    def word_vocab(self) -> list[str]:
+        return self.vocabulary().itos
+
+    @property
+    def char_vocab(self) -> list[str]:
+        return list(DEFAULT_CHAR_VOCAB)
+
+    # ---- loading ------------------------------------------------------------------------------------------
+    def splits(self) -> dict[str, Sentences]:
+        if self._splits is None:
+            h = self.hparams
+            raw = load_lm_sentences(h.path, h.format, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                                    revision=h.revision, text_column=h.text_column, reader_options=h.reader_options)
+            if "validation" not in raw and "train" in raw:
+                train, validation, n_val = carve_validation(raw["train"], h.validation_ratio, h.seed)
+                log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val,
+                         len(raw["train"]), h.seed)
+                raw["train"], raw["validation"] = train, validation
+            self._splits = raw
+        return self._splits
+
+    def vocabulary(self) -> Vocabulary:
+        if self._vocab is None:
+            h = self.hparams
+            if h.vocab_from:
+                self._vocab = self._adopt_checkpoint(h.vocab_from)
+            else:
+                train = self.splits().get("train")
+                if not train:
+                    raise ValueError("no training split found: the vocabulary needs one (or set vocab_from to a "
+                                     "checkpoint)")
+                self._vocab = build_lm_vocabulary(train, self.normalizer, h.min_freq, h.max_vocab_size)
+                log.info("vocabulary from %d training sentences: %d words (with <pad>, <unk>, <eos>)", len(train),
+                         len(self._vocab))
+        return self._vocab
+
+    def _adopt_checkpoint(self, path: str) -> Vocabulary:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        words = (checkpoint.get("hyper_parameters") or {}).get("word_vocab")
+        if not words:
+            raise ValueError(f"{path}: checkpoint hyper-parameters lack word_vocab; not a LanguageModel checkpoint?")
+        options = word_options(checkpoint.get("datamodule_hyper_parameters"))
+        if options is not None:
+            self.normalizer, _ = options
+            self.hparams.lowercase = self.normalizer.lowercase
+            self.hparams.normalize_digits = self.normalizer.normalize_digits
+        return Vocabulary(words[2:])
+
+    # ---- encoding -----------------------------------------------------------------------------------------
+    def _encode(self, split: str) -> list[list[int]]:
+        """Word ids of every sentence (sentence mode: framed by <eos> and cut at max_length words)."""
+        if split not in self._encoded:
+            vocab, normalize = self.vocabulary(), self.normalizer
+            sentences = self.splits().get(split)
+            if sentences is None:
+                raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
+            if not sentences:
+                raise ValueError(f"the {split!r} split has no sentences")
+            ids = [[vocab.index(normalize(w)) for w in words] for words in sentences]
+            tokens = sum(len(s) for s in ids)
+            unknown = sum(i == 1 for s in ids for i in s)
+            log.info("%s: %d sentences, %d words, %d <unk> (%.2f%%)", split, len(ids), tokens, unknown,
+                     100.0 * unknown / max(tokens, 1))
+            eos = vocab.index(EOS)
+            if self.hparams.mode == "sentence":
+                limit, long = self.hparams.max_length, sum(len(s) > self.hparams.max_length for s in ids)
+                if long:
+                    log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long,
+                             limit)
+                ids = [[eos, *s[i:i + limit], eos] for s in ids for i in range(0, len(s), limit)]
+            else:
+                ids = [[*s, eos] for s in ids]
+            self._encoded[split] = ids
+        return self._encoded[split]
+
+    def setup(self, stage: str | None = None) -> None:
+        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",)}.get(
+            stage, ("train", "validation", "test"))
+        for split in wanted:
+            self._encode(split)
+
+    # ---- loaders ------------------------------------------------------------------------------------------
+    def _loader(self, split: str, train: bool) -> DataLoader:
+        size = self.hparams.batch_size if train else self.hparams.eval_batch_size
+        if self.hparams.mode == "stream":
+            windows = stream_windows(self._encode(split), size, self.hparams.bptt, *_world(), where=split)
+            return DataLoader(windows, batch_size=None, collate_fn=self._window_batch, shuffle=False)
+        items = self._encode(split)
+        return bucket_loader([len(s) for s in items], size, train, self.hparams.seed, self._sentence_collate(items),
+                             self.hparams.num_workers)
+
+    def _sentence_collate(self, items: list[list[int]]):
+        itos = self.vocabulary().itos
+
+        def collate(indices: list[int]) -> LMBatch:
+            rows = [items[i] for i in indices]
+            steps = max(len(r) for r in rows)
+            ids = torch.zeros(len(rows), steps, dtype=torch.long)
+            for b, r in enumerate(rows):
+                ids[b, : len(r)] = torch.tensor(r)
+            mask = ids != 0
+            lengths = mask.sum(1, keepdim=True)
+            t = torch.arange(steps)[None, :]
+            forward = torch.full_like(ids, IGNORE)
+            forward[:, :-1] = ids[:, 1:]
+            forward[t >= lengths - 1] = IGNORE
+            backward = torch.full_like(ids, IGNORE)
+            backward[:, 1:] = ids[:, :-1]
+            backward[(t == 0) | (t >= lengths)] = IGNORE
+            return LMBatch(_tokens(ids, mask, itos), forward, backward, list(indices))
+
+        return collate
+
+    def _window_batch(self, window: tuple[int, torch.Tensor, torch.Tensor]) -> LMBatch:
+        number, inputs, targets = window
+        return LMBatch(_tokens(inputs, torch.ones_like(inputs, dtype=torch.bool), self.vocabulary().itos), targets,
+                       None, [number], carry=True)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+
+def _tokens(ids: torch.Tensor, mask: torch.Tensor, itos: list[str]) -> TokenBatch:
+    words = [[itos[i] for i in row[: int(n)]] for row, n in zip(ids.tolist(), mask.sum(1).tolist())]
+    return TokenBatch(word_ids=ids, char_ids=torch.zeros(*ids.shape, 1, dtype=torch.long), mask=mask, words=words)
+
+
+def _world() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size(), torch.distributed.get_rank()
+    return 1, 0
+
+
+def stream_windows(sentences: list[list[int]], rows: int, bptt: int, world: int = 1, rank: int = 0,
+                   where: str = "stream") -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+    """This process's ``(number, inputs [rows, T], targets [rows, T])`` windows of the concatenated stream.
+
+    The stream is laid out as ``rows * world`` parallel rows of equal length (process ``rank`` takes rows
+    ``rank * rows .. (rank + 1) * rows - 1``), then cut into windows of ``bptt`` steps (the last may be shorter);
+    targets are the inputs shifted by one token. Every process gets the same number of windows.
+    """
+    stream = torch.tensor([i for s in sentences for i in s], dtype=torch.long)
+    total_rows = rows * world
+    length = stream.numel() // total_rows
+    if length < 2:
+        raise ValueError(f"{where}: {stream.numel()} tokens cannot fill {total_rows} stream rows of at least 2 "
+                         f"tokens; lower the batch size")
+    dropped = stream.numel() - length * total_rows
+    if dropped:
+        log.info("%s: %d token(s) at the end of the stream fill no whole row of %d and are left out", where, dropped,
+                 length)
+    grid = stream[: length * total_rows].view(total_rows, length)[rank * rows:(rank + 1) * rows]
+    windows = []
+    for number, start in enumerate(range(0, length - 1, bptt)):
+        end = min(start + bptt, length - 1)
+        windows.append((number, grid[:, start:end], grid[:, start + 1:end + 1]))
+    return windows

@@ -1,0 +1,134 @@
+"""The network of a word-level language model in the AWD-LSTM style (Merity et al., 2018).
+
+embedding (embedding dropout: whole word types dropped) -> locked dropout -> encoder (its own locked dropout
+between layers and DropConnect on the recurrent weights) -> locked dropout -> softmax over the vocabulary, whose
+weight is the embedding's when ``tie_weights``. A bidirectional model is a forward and a backward language
+model side by side (ELMo): two independent stacks (:class:`~onlstm_tasks.encoders.IndependentDirections`)
+sharing the embedding and the softmax.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.dropout import check_probability, locked_dropout
+from onlstm_tasks.encoders.independent_directions import IndependentDirections
+
+EncoderFactory = Callable[[int], SequenceEncoder]
+IGNORE = -100
+
+
+class LMEmbedding(TokenEmbedder):
+    """Word vectors with embedding dropout (a dropped word type is zero at every occurrence in the batch, kept
+    ones scaled by ``1 / (1 - p)``) and locked dropout on the result, both in training mode only."""
+
+    def __init__(self, vocab_size: int, dim: int, embedding_dropout: float = 0.1, dropout: float = 0.4) -> None:
+        super().__init__()
+        check_probability("embedding_dropout", embedding_dropout)
+        check_probability("input_dropout", dropout)
+        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)  # AWD-LSTM's range
+        with torch.no_grad():
+            self.embedding.weight[0].zero_()
+        self.output_size, self.embedding_dropout, self.dropout = dim, embedding_dropout, dropout
+
+    def forward(self, batch: TokenBatch) -> torch.Tensor:
+        weight = self.embedding.weight
+        if self.training and self.embedding_dropout > 0:
+            keep = 1.0 - self.embedding_dropout
+            weight = weight * weight.new_empty(weight.size(0), 1).bernoulli_(keep).div_(keep)
+        x = F.embedding(batch.word_ids, weight, padding_idx=0)
+        return zero_padding(locked_dropout(x, self.dropout, self.training), batch.mask)
+
+
+@dataclass
+class LMOutput:
+    """Logits of each direction ([B, T, V]; ``backward`` None for a forward-only model), the encoder's output,
+    and the last layer's states per direction after output dropout (for activation regularisation)."""
+
+    forward: torch.Tensor
+    backward: torch.Tensor | None
+    encoded: EncoderOutput
+    dropped: torch.Tensor
+
+
+class LanguageModelNet(nn.Module):
+    """Embedding, encoder (one stack, or two for ``bidirectional``) and the softmax layer.
+
+    Args:
+        vocab_size, embedding_dim: the word vectors.
+        encoder: builds one left-to-right :class:`SequenceEncoder` from its input size; it must be
+            unidirectional (a bidirectional encoder would let the forward model see the words it predicts).
+        bidirectional: adds a backward language model (a second stack built by ``encoder``).
+        tie_weights: the softmax weight is the embedding matrix; needs the encoder's output size (per
+            direction) to equal ``embedding_dim`` (e.g. ``hidden_size: [1150, 1150, 400]`` with 400-d words).
+        embedding_dropout, input_dropout, output_dropout: see :class:`LMEmbedding`; output dropout is locked
+            dropout on the last layer's states.
+    """
+
+    def __init__(self, vocab_size: int, embedding_dim: int, encoder: EncoderFactory, bidirectional: bool = False,
+                 tie_weights: bool = True, embedding_dropout: float = 0.1, input_dropout: float = 0.4,
+                 output_dropout: float = 0.4) -> None:
+        super().__init__()
+        check_probability("output_dropout", output_dropout)
+        self.embedder = LMEmbedding(vocab_size, embedding_dim, embedding_dropout, input_dropout)
+        one = encoder(embedding_dim)
+        if getattr(one, "num_directions", 1) != 1 or getattr(one, "bidirectional", False):
+            raise ValueError(f"a language model's encoder must be unidirectional (a bidirectional "
+                             f"{type(one).__name__} lets each direction's upper layers see the words to predict); "
+                             f"set bidirectional: true on the model for a forward and a backward language model")
+        self.encoder = IndependentDirections(embedding_dim, encoder) if bidirectional else one
+        self.bidirectional = bidirectional
+        self.directions = 2 if bidirectional else 1
+        width = self.encoder.output_size // self.directions
+        self.decoder = nn.Linear(width, vocab_size)
+        bound = 1.0 / math.sqrt(width)
+        nn.init.uniform_(self.decoder.bias, -bound, bound)
+        if tie_weights:
+            if width != embedding_dim:
+                raise ValueError(f"tie_weights needs the encoder's output size per direction ({width}) to equal "
+                                 f"embedding_dim ({embedding_dim}): make the last layer {embedding_dim} wide "
+                                 f"(e.g. hidden_size: [1150, 1150, {embedding_dim}]) or set tie_weights: false")
+            self.decoder.weight = self.embedder.embedding.weight
+        self.output_dropout = output_dropout
+
+    def forward(self, tokens: TokenBatch, state: object | None = None) -> LMOutput:
+        x = self.embedder(tokens)
+        if state is None:
+            encoded = self.encoder(x, tokens.mask)
+        else:
+            encoded = self.encoder(x, tokens.mask, state=state)
+        dropped = locked_dropout(encoded.hidden, self.output_dropout, self.training)
+        halves = dropped.chunk(self.directions, dim=-1)
+        forward = self.decoder(halves[0])
+        backward = self.decoder(halves[1]) if self.bidirectional else None
+        return LMOutput(forward, backward, encoded, dropped)
+
+
+def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed negative log-likelihood (nats) over the positions with a target, and their number."""
+    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE,
+                          reduction="sum")
+    return nll, (targets != IGNORE).sum()
+
+
+def activation_penalties(encoded: EncoderOutput, dropped: torch.Tensor,
+                         mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """AR (mean squared output-dropped activation of the last layer) and TAR (mean squared change of the raw
+    last-layer states between consecutive real tokens), averaged over real positions and units."""
+    real = mask[..., None].to(dropped.dtype)
+    units = dropped.size(-1)
+    ar = (dropped.pow(2) * real).sum() / (real.sum() * units).clamp(min=1)
+    hidden = encoded.hidden
+    both = (mask[:, 1:] & mask[:, :-1])[..., None].to(hidden.dtype)
+    tar = ((hidden[:, 1:] - hidden[:, :-1]).pow(2) * both).sum() / (both.sum() * units).clamp(min=1)
+    return ar, tar

@@ -1,0 +1,165 @@
+"""``LanguageModel``: the Lightning side of a word-level (optionally bidirectional) AWD-LSTM-style language model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from torch import nn
+
+from onlstm_tasks.data.lm import DEFAULT_CHAR_VOCAB, EOS
+from onlstm_tasks.embedders.base import TokenEmbedder
+from onlstm_tasks.encoders.base import SequenceEncoder, StatefulEncoder, detach_state
+from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.metrics import Perplexity
+from onlstm_tasks.modules.language_model import LanguageModelNet, LMOutput, activation_penalties, token_nll
+from onlstm_tasks.tasks.optimization import optimizers_config
+from onlstm_tasks.tasks.words import EncodesWords
+
+EncoderFactory = Callable[[int], SequenceEncoder]
+DIRECTIONS = ("forward", "backward", "both")
+
+
+class LanguageModel(EncodesWords, pl.LightningModule):
+    """A word-level language model over any left-to-right encoder; perplexity on validation and test.
+
+    Args:
+        word_vocab: the data module's vocabulary (``<pad>``, ``<unk>``, ``<eos>``, words), linked by the CLI and
+            saved in checkpoints. ``char_vocab``: linked too (language models read words only).
+        embedding_dim: word vectors (also the softmax's input with ``tie_weights``).
+        encoder: builds one direction's :class:`SequenceEncoder` from its input size (default: the paper's
+            3-layer ON-LSTM, ``hidden_size [1150, 1150, embedding_dim]``, chunk size 10, dropout 0.3 between
+            layers, DropConnect 0.45). Must be unidirectional; stream mode needs one that carries state
+            (:class:`~onlstm_tasks.encoders.base.StatefulEncoder`: ONLSTM, LSTM, GRU).
+        bidirectional: a forward and a backward language model trained together (sentence mode only).
+        tie_weights, embedding_dropout, input_dropout, output_dropout: see
+            :class:`~onlstm_tasks.modules.language_model.LanguageModelNet`.
+        activation_regularization (AR, alpha) and temporal_activation_regularization (TAR, beta): weights of
+            the penalties of :func:`~onlstm_tasks.modules.language_model.activation_penalties` (0 disables).
+        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3); a scheduler watches
+            ``val_ppl`` (lower is better).
+
+    Logged: ``train_loss`` (NLL per token plus penalties), ``val_ppl``/``test_ppl`` (pooled over both
+    directions of a bidirectional model), ``*_ppl_forward``/``*_ppl_backward`` and ``*_nll`` (nats per token).
+    Probing (:meth:`encode_words`) frames each sentence with ``<eos>`` as in training and returns the words'
+    positions only.
+    """
+
+    sentence_frame = ((EOS,), (EOS,))
+
+    def __init__(
+        self,
+        word_vocab: list[str],
+        char_vocab: list[str] | None = None,
+        embedding_dim: int = 400,
+        encoder: EncoderFactory | None = None,
+        bidirectional: bool = False,
+        tie_weights: bool = True,
+        embedding_dropout: float = 0.1,
+        input_dropout: float = 0.5,
+        output_dropout: float = 0.45,
+        activation_regularization: float = 2.0,
+        temporal_activation_regularization: float = 1.0,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
+    ) -> None:
+        super().__init__()
+        if EOS not in word_vocab:
+            raise ValueError(f"word_vocab must contain the boundary token {EOS!r} (LanguageModelDataModule adds it)")
+        if activation_regularization < 0 or temporal_activation_regularization < 0:
+            raise ValueError("activation_regularization and temporal_activation_regularization must be >= 0")
+        self.save_hyperparameters()
+        if char_vocab is None:
+            self.hparams.char_vocab = list(DEFAULT_CHAR_VOCAB)  # probing builds token batches with it
+        self.net = LanguageModelNet(len(word_vocab), embedding_dim, encoder or default_encoder, bidirectional,
+                                    tie_weights, embedding_dropout, input_dropout, output_dropout)
+        self.alpha, self.beta = activation_regularization, temporal_activation_regularization
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        self.scores = nn.ModuleDict({f"{stage}_{d}": Perplexity() for stage in ("val", "test") for d in DIRECTIONS})
+        # stream mode: the final state of the previous window of each loader (truncated BPTT). Kept on the
+        # LightningModule between steps, never on a network module; reset at every loader's first window.
+        self._carried: dict[str, object] = {}
+
+    # ---- probing (EncodesWords) ---------------------------------------------------------------------------
+    def word_embedder(self) -> TokenEmbedder:
+        return self.net.embedder
+
+    def sentence_encoder(self) -> SequenceEncoder:
+        return self.net.encoder
+
+    # ---- loops --------------------------------------------------------------------------------------------
+    def _run(self, batch, stage: str) -> LMOutput:
+        if not batch.carry:
+            return self.net(batch.tokens)
+        if self.net.bidirectional:
+            raise ValueError("a bidirectional language model trains in sentence mode (data mode: sentence); stream "
+                             "mode carries one left-to-right state")
+        if not isinstance(self.net.encoder, StatefulEncoder):
+            raise ValueError(f"stream mode carries the recurrent state across windows, which "
+                             f"{type(self.net.encoder).__name__} cannot take; use an ONLSTM, LSTM or GRU encoder or "
+                             f"data mode: sentence")
+        state = None if batch.index[0] == 0 else self._carried.get(stage)
+        out = self.net(batch.tokens, state=state)
+        self._carried[stage] = detach_state(out.encoded.state)
+        return out
+
+    def _nll(self, out: LMOutput, batch) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        sums = {"forward": token_nll(out.forward, batch.forward_targets)}
+        if out.backward is not None:
+            if batch.backward_targets is None:
+                raise ValueError("the batch has no backward targets: a bidirectional model needs data mode: sentence")
+            sums["backward"] = token_nll(out.backward, batch.backward_targets)
+        sums["both"] = (sum(s for s, _ in sums.values()), sum(n for _, n in sums.values()))
+        return sums
+
+    def training_step(self, batch, batch_idx):
+        out = self._run(batch, "train")
+        nll, count = self._nll(out, batch)["both"]
+        loss = nll / count.clamp(min=1)
+        self.log("train_nll", loss, prog_bar=True, batch_size=int(count))
+        if self.alpha or self.beta:
+            ar, tar = activation_penalties(out.encoded, out.dropped, batch.tokens.mask)
+            loss = loss + self.alpha * ar + self.beta * tar
+        self.log("train_loss", loss, batch_size=int(count))
+        return loss
+
+    def _evaluate(self, batch, stage: str) -> None:
+        for direction, (nll, count) in self._nll(self._run(batch, stage), batch).items():
+            self.scores[f"{stage}_{direction}"].update(nll, count)
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._evaluate(batch, "test")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_scores("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_scores("test")
+
+    def _log_scores(self, stage: str) -> None:
+        directions = ("forward", "backward", "both") if self.net.bidirectional else ("forward", "both")
+        for direction in directions:
+            metric = self.scores[f"{stage}_{direction}"]
+            scores = metric.compute()  # pooled over every process's tokens
+            metric.reset()
+            if direction == "both":
+                self.log(f"{stage}_ppl", scores["ppl"].float(), prog_bar=True, rank_zero_only=False)
+                self.log(f"{stage}_nll", scores["nll"].float(), rank_zero_only=False)
+            else:
+                self.log(f"{stage}_ppl_{direction}", scores["ppl"].float(), rank_zero_only=False)
+
+    # ---- optimisation -------------------------------------------------------------------------------------
+    def configure_optimizers(self):
+        return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_ppl",
+                                 higher_is_better=False)
+
+
+def default_encoder(input_size: int) -> SequenceEncoder:
+    """The paper's language-model stack (Shen et al., 2019): 3 layers, 1150 units, the last as wide as the words."""
+    return ONLSTM(input_size, hidden_size=[1150, 1150, input_size], chunk_size=10, num_layers=3, dropout=0.3,
+                  dropconnect=0.45)

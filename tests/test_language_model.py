@@ -1,0 +1,330 @@
+"""The language model: data (sentence frames, BPTT windows), no look-ahead, perplexity, training, reuse."""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from functools import partial
+
+import pytest
+import torch
+
+from cli_helpers import last_metrics, tiny_ner_config
+from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
+from onlstm_tasks.cli import main
+from onlstm_tasks.data.lm import EOS, IGNORE, LanguageModelDataModule, build_lm_vocabulary, stream_windows
+from onlstm_tasks.data.features import WordNormalizer
+from onlstm_tasks.encoders import LSTM, ONLSTM, IndependentDirections
+from onlstm_tasks.metrics import Perplexity
+from onlstm_tasks.sample_data import sample_path
+from onlstm_tasks.tasks.language_model import LanguageModel
+from onlstm_tasks.tasks.loading import load_task_model
+from onlstm_tasks.tasks.ner import NERTagger
+
+
+@pytest.fixture(autouse=True)
+def _plain_argv(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()  # tiny models: a second thread only adds synchronisation
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, str]:
+    return write_toy_corpus(tmp_path_factory.mktemp("toy"))
+
+
+def data_module(files, **kwargs) -> LanguageModelDataModule:
+    return LanguageModelDataModule(**text_data(files, **kwargs))
+
+
+def small_model(vocab, bidirectional=False, encoder=None, **kwargs) -> LanguageModel:
+    encoder = encoder or partial(ONLSTM, hidden_size=[16, 8], chunk_size=4, num_layers=2)
+    return LanguageModel(vocab, embedding_dim=8, encoder=encoder, bidirectional=bidirectional, **kwargs)
+
+
+# ---- data -------------------------------------------------------------------------------------------------------
+
+
+def test_text_rows_become_sentences_and_blank_rows_are_counted(corpus, caplog):
+    dm = data_module(corpus)
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        splits = dm.splits()
+    assert [len(splits[s]) for s in ("train", "validation", "test")] == [300, 40, 40]
+    assert splits["train"][0][-1] == "." and all(words for words in splits["train"])
+    assert "blank row(s) skipped" in caplog.text  # 12 blank rows in train, counted
+    vocab = dm.word_vocab
+    assert vocab[:3] == ["<pad>", "<unk>", EOS] and "cat" in vocab
+
+
+def test_vocabulary_limits():
+    sentences = [["a", "b", "b", "c", "c", "c", "1999"]]
+    vocab = build_lm_vocabulary(sentences, WordNormalizer(), min_freq=2)
+    assert vocab.itos == ["<pad>", "<unk>", EOS, "c", "b"]
+    assert build_lm_vocabulary(sentences, WordNormalizer(), max_size=4).itos == ["<pad>", "<unk>", EOS, "c"]
+    assert "0000" in build_lm_vocabulary(sentences, WordNormalizer()).stoi  # digits normalised
+    with pytest.raises(ValueError, match="max_vocab_size"):
+        build_lm_vocabulary(sentences, WordNormalizer(), max_size=3)
+
+
+def test_sentence_batches_frame_each_sentence_and_align_both_targets(corpus):
+    dm = data_module(corpus)
+    dm.setup("fit")
+    batch = next(iter(dm.val_dataloader()))
+    eos = dm.word_vocab.index(EOS)
+    ids, mask = batch.tokens.word_ids, batch.tokens.mask
+    for row in range(ids.size(0)):
+        n = int(mask[row].sum())
+        seq = ids[row, :n].tolist()
+        assert seq[0] == eos and seq[-1] == eos and eos not in seq[1:-1]
+        assert batch.forward_targets[row, : n - 1].tolist() == seq[1:]  # position t predicts t + 1
+        assert batch.backward_targets[row, 1:n].tolist() == seq[:-1]  # position t predicts t - 1
+        assert (batch.forward_targets[row, n - 1:] == IGNORE).all()
+        assert batch.backward_targets[row, 0] == IGNORE and (batch.backward_targets[row, n:] == IGNORE).all()
+
+
+def test_stream_windows_cover_the_stream_in_order_and_split_rows_between_processes(caplog):
+    sentences = [list(range(10 * i + 3, 10 * i + 3 + 7)) for i in range(10)]  # 70 distinct ids
+    stream = [i for s in sentences for i in s]
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        parts = [stream_windows(sentences, rows=2, bptt=4, world=2, rank=r) for r in (0, 1)]
+    assert "2 token(s) at the end of the stream" in caplog.text  # 70 = 4 rows x 17 + 2 left out
+    assert len(parts[0]) == len(parts[1])  # every process runs the same number of windows
+    rows = []
+    for part in parts:
+        inputs = torch.cat([x for _, x, _ in part], dim=1)
+        targets = torch.cat([y for _, _, y in part], dim=1)
+        assert [n for n, _, _ in part] == list(range(len(part)))
+        assert torch.equal(inputs[:, 1:], targets[:, :-1])  # targets are the next tokens
+        rows += [torch.cat((inputs[r], targets[r, -1:])).tolist() for r in range(inputs.size(0))]
+    assert [i for row in rows for i in row] == stream[:68]  # the 4 rows, in order, are the stream
+
+
+def test_ner_sources_give_their_words(caplog):
+    dm = LanguageModelDataModule(path=str(sample_path("ner")), name=None, format="columns",
+                                 reader_options={"scheme": "iob2"})
+    splits = dm.splits()
+    assert len(splits["train"]) == 400 and all(isinstance(w, str) for w in splits["train"][0])
+
+
+# ---- the model ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("kind", ["onlstm", "lstm"])
+def test_no_direction_sees_the_words_it_predicts(bidirectional, kind):
+    torch.manual_seed(0)
+    vocab = ["<pad>", "<unk>", EOS] + [f"w{i}" for i in range(20)]
+    encoder = None if kind == "onlstm" else partial(LSTM, hidden_size=8, num_layers=2)
+    model = small_model(vocab, bidirectional, encoder=encoder, tie_weights=kind == "onlstm").eval()
+    from onlstm_tasks.data.batching import TokenBatch
+
+    def logits(ids):
+        ids = torch.tensor([ids])
+        batch = TokenBatch(ids, torch.zeros(*ids.shape, 1, dtype=torch.long), ids != 0, [[]])
+        return model.net(batch)
+
+    base = [2, 5, 6, 7, 8, 9, 2]
+    out = logits(base)
+    t = 3
+    changed_after = logits(base[: t + 1] + [12, 13, 2])  # words after t differ
+    changed_before = logits([2, 14, 15] + base[t:])  # words before t differ
+    assert torch.allclose(out.forward[0, : t + 1], changed_after.forward[0, : t + 1], atol=1e-6)
+    assert not torch.allclose(out.forward[0, t + 1:], changed_after.forward[0, t + 1:])
+    if bidirectional:
+        assert torch.allclose(out.backward[0, t:], changed_before.backward[0, t:], atol=1e-6)
+        assert not torch.allclose(out.backward[0, :t], changed_before.backward[0, :t])
+    else:
+        assert out.backward is None
+
+
+def test_untrained_perplexity_is_about_the_vocabulary_size(corpus):
+    dm = data_module(corpus)
+    dm.setup("validate")
+    torch.manual_seed(0)
+    model = small_model(dm.word_vocab).eval()
+    metric = Perplexity()
+    with torch.no_grad():
+        for batch in dm.val_dataloader():
+            metric.update(*model._nll(model.net(batch.tokens), batch)["forward"])
+    ppl = float(metric.compute()["ppl"])
+    assert 0.8 * len(dm.word_vocab) < ppl < 1.25 * len(dm.word_vocab)
+
+
+def test_perplexity_pools_tokens_not_ratios():
+    whole, a, b = Perplexity(), Perplexity(), Perplexity()
+    whole.update(torch.tensor(10.0), torch.tensor(2))
+    whole.update(torch.tensor(3.0), torch.tensor(10))
+    a.update(torch.tensor(10.0), torch.tensor(2))
+    b.update(torch.tensor(3.0), torch.tensor(10))
+    assert math.isclose(float(whole.compute()["ppl"]), math.exp(13 / 12), rel_tol=1e-9)
+    # what a DDP sum of the two processes' states computes
+    pooled = Perplexity()
+    pooled.nll, pooled.count = a.nll + b.nll, a.count + b.count
+    assert math.isclose(float(pooled.compute()["ppl"]), float(whole.compute()["ppl"]), rel_tol=1e-12)
+    assert math.isnan(float(Perplexity().compute()["ppl"]))
+
+
+def test_constructor_errors():
+    vocab = ["<pad>", "<unk>", EOS, "a"]
+    with pytest.raises(ValueError, match="must be unidirectional"):
+        LanguageModel(vocab, 8, encoder=partial(ONLSTM, hidden_size=8, chunk_size=4, bidirectional=True))
+    with pytest.raises(ValueError, match="tie_weights needs"):
+        LanguageModel(vocab, 8, encoder=partial(ONLSTM, hidden_size=16, chunk_size=4))
+    with pytest.raises(ValueError, match="<eos>"):
+        LanguageModel(["<pad>", "<unk>", "a"], 8)
+
+
+def test_probing_reads_sentences_as_in_training_and_returns_the_words_only():
+    torch.manual_seed(0)
+    vocab = ["<pad>", "<unk>", EOS, "a", "b", "c"]
+    model = small_model(vocab, bidirectional=True).eval()
+    sentences = [["a", "b", "c", "a"], ["c"]]
+    with torch.no_grad():
+        out = model.encode_words(sentences)
+        x, mask = model.embed_words(sentences)  # framed: <eos> words <eos>
+        framed = model.sentence_encoder()(x, mask)
+    assert out.distances.shape == (2, 2, 2, 4) and out.hidden.shape[:2] == (2, 4)
+    for row, words in enumerate(sentences):
+        n = len(words)
+        assert torch.equal(out.distances[..., row, :n], framed.distances[..., row, 1:n + 1])
+        assert torch.equal(out.hidden[row, :n], framed.hidden[row, 1:n + 1])
+        assert (out.hidden[row, n:] == 0).all() and (out.distances[..., row, n:] == 0).all()
+
+
+# ---- training through the CLI, stream mode, reuse ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bi_checkpoint(tmp_path_factory, corpus):
+    """A bidirectional ON-LSTM language model trained a few steps on the toy corpus by ``onlstm-tasks fit``."""
+    folder = tmp_path_factory.mktemp("lm_bi")
+    config = tiny_lm_config(folder, text_data(corpus), model={"bidirectional": True}, max_epochs=4,
+                            limit_train_batches=1.0)
+    main(["fit", "--config", str(config), "--test_after_fit", "true"])
+    return folder
+
+
+def test_a_few_steps_of_training_lower_the_perplexity(bi_checkpoint):
+    metrics = last_metrics(bi_checkpoint / "logs")
+    vocab = len(torch.load(bi_checkpoint / "ckpt" / "best.ckpt", weights_only=True)["hyper_parameters"]["word_vocab"])
+    # untrained: about the vocabulary size (see above); 4 epochs of a toy grammar are far below it
+    assert metrics["val_ppl"] < 0.5 * vocab and metrics["test_ppl"] < 0.5 * vocab
+    assert {"val_ppl_forward", "val_ppl_backward", "test_ppl_forward", "test_ppl_backward"} <= set(metrics)
+    both = math.exp(metrics["test_nll"])
+    assert min(metrics["test_ppl_forward"], metrics["test_ppl_backward"]) <= both + 1e-3
+    assert both <= max(metrics["test_ppl_forward"], metrics["test_ppl_backward"]) + 1e-3
+    model = load_task_model(bi_checkpoint / "ckpt" / "best.ckpt")
+    assert isinstance(model, LanguageModel) and isinstance(model.net.encoder, IndependentDirections)
+
+
+def test_stream_mode_trains_with_the_state_carried(tmp_path, corpus):
+    config = tiny_lm_config(tmp_path, text_data(corpus, mode="stream", bptt=8, batch_size=4, eval_batch_size=4),
+                            max_epochs=2, limit_train_batches=1.0)
+    main(["fit", "--config", str(config), "--test_after_fit", "true"])
+    metrics = last_metrics(tmp_path / "logs")
+    vocab = len(torch.load(tmp_path / "ckpt" / "best.ckpt", weights_only=True)["hyper_parameters"]["word_vocab"])
+    assert metrics["test_ppl"] < 0.5 * vocab  # untrained: about the vocabulary size
+
+
+def test_stream_mode_refuses_encoders_that_cannot_carry_state(tmp_path, corpus):
+    config = tiny_lm_config(tmp_path, text_data(corpus, mode="stream", bptt=8, batch_size=4),
+                            model={"bidirectional": True}, max_epochs=1, limit_train_batches=2)
+    with pytest.raises(ValueError, match="sentence mode"):
+        main(["fit", "--config", str(config)])
+
+
+def test_stream_mode_restarts_the_state_at_each_loader_start(corpus):
+    dm = data_module(corpus, mode="stream", bptt=5, batch_size=3, eval_batch_size=3)
+    dm.setup("fit")
+    torch.manual_seed(0)
+    model = small_model(dm.word_vocab).eval()
+    windows = list(dm.val_dataloader())
+    with torch.no_grad():
+        model._run(windows[0], "val")
+        second = model._run(windows[1], "val").forward
+        fresh = model.net(windows[1].tokens).forward  # from a zero state
+        again = model._run(windows[0], "val").forward  # window 0 again: the state restarts
+        whole = model.net(windows[0].tokens).forward
+    assert not torch.allclose(second, fresh)
+    assert torch.allclose(again, whole)
+
+
+def ner_with_lm(tmp_path, lm_folder, encoder) -> NERTagger:
+    config = tiny_ner_config(tmp_path, encoder=encoder)
+    import yaml
+
+    cfg = yaml.safe_load(config.read_text())
+    cfg["model"]["init_args"]["embedder"] = {"class_path": "onlstm_tasks.embedders.word_char.WordCharEmbedder",
+                                             "init_args": {"word_dim": 16, "char_encoder": "none"}}
+    cfg["model"]["init_args"]["pretrained_lm"] = str(lm_folder / "ckpt" / "best.ckpt")
+    config.write_text(yaml.safe_dump(cfg))
+    return config
+
+
+LM_ENCODER = {"class_path": "onlstm_tasks.encoders.ONLSTM",
+              "init_args": {"hidden_size": [16, 16], "chunk_size": 4, "num_layers": 2}}
+
+
+def test_an_lm_checkpoint_starts_the_ner_encoder_and_word_vectors(tmp_path, bi_checkpoint, caplog):
+    lm = torch.load(bi_checkpoint / "ckpt" / "best.ckpt", weights_only=True)
+    lm_vocab = lm["hyper_parameters"]["word_vocab"]
+    encoder = {"class_path": "onlstm_tasks.encoders.IndependentDirections", "init_args": {"encoder": LM_ENCODER}}
+    config = ner_with_lm(tmp_path, bi_checkpoint, encoder)
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        main(["fit", "--config", str(config), "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1",
+              "--trainer.limit_val_batches", "1", "--model.init_args.optimizer.init_args.lr", "0.0"])
+    assert "initialised from language model" in caplog.text and "vocabulary words" in caplog.text
+    ner = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=True)
+    lm_state, ner_state = lm["state_dict"], ner["state_dict"]
+    encoder_keys = [k for k in lm_state if k.startswith("net.encoder.")]
+    assert encoder_keys
+    for key in encoder_keys:  # lr 0: the weights after one step are those loaded
+        assert torch.equal(ner_state[key], lm_state[key]), key
+    ner_vocab = ner["hyper_parameters"]["word_vocab"]
+    shared = [w for w in ner_vocab[2:] if w in lm_vocab]
+    for word in shared[:5] or ["<unk>"]:
+        assert torch.equal(ner_state["net.embedder.embed.parts.0.embedding.weight"][ner_vocab.index(word)],
+                           lm_state["net.embedder.embedding.weight"][lm_vocab.index(word)])
+
+
+def test_an_untrained_ner_model_differs_from_the_lm_and_a_misfit_encoder_is_an_error(tmp_path, bi_checkpoint):
+    lm = torch.load(bi_checkpoint / "ckpt" / "best.ckpt", weights_only=True)
+    vocab = ["<pad>", "<unk>", "the", "cat"]
+    from onlstm_tasks.embedders.word import WordEmbedding
+
+    factory = partial(IndependentDirections, encoder=partial(ONLSTM, hidden_size=[16, 16], chunk_size=4,
+                                                               num_layers=2))
+    ner = NERTagger(vocab, ["<pad>", "<unk>"], ["O", "B-X", "I-X"], embedder=lambda w, c: WordEmbedding(w, 16),
+                    encoder=factory, pretrained_lm=str(bi_checkpoint / "ckpt" / "best.ckpt"))
+    key = "forward_encoder.cells.0.weight_hh"
+    assert not torch.equal(ner.net.encoder.state_dict()[key], lm["state_dict"][f"net.encoder.{key}"])
+    ner.setup("fit")
+    assert torch.equal(ner.net.encoder.state_dict()[key], lm["state_dict"][f"net.encoder.{key}"])
+
+    misfit = NERTagger(vocab, ["<pad>", "<unk>"], ["O", "B-X", "I-X"], embedder=lambda w, c: WordEmbedding(w, 16),
+                       encoder=partial(ONLSTM, hidden_size=16, chunk_size=4, bidirectional=True),
+                       pretrained_lm=str(bi_checkpoint / "ckpt" / "best.ckpt"))
+    with pytest.raises(ValueError, match="does not fit"):
+        misfit.setup("fit")
+    ner.setup("test")  # only fit reads the language model
+
+
+def test_trees_eval_accepts_an_lm_checkpoint(capsys, bi_checkpoint, tmp_path):
+    from onlstm_tasks.trees.cli import main as trees_main
+
+    gold = tmp_path / "gold.txt"
+    gold.write_text("(S (NP (DT the) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))\n"
+                    "(S (NP (DT a) (JJ small) (NN bird)) (VP (VBD liked) (NP (DT the) (NN river))))\n")
+    code = trees_main(["eval", "--gold", str(gold), "--checkpoint", str(bi_checkpoint / "ckpt" / "best.ckpt")])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert [line.split("  ")[0] for line in out if line.startswith("layer")] == [
+        f"layer {layer} ({how})" for layer in (1, 2) for how in ("mean", "forward", "backward")]
