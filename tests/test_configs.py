@@ -162,3 +162,30 @@ def test_reduce_on_plateau_minimising_a_score_is_an_error(tmp_path):
     wrong = {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau", "init_args": {"factor": 0.5}}  # mode min
     with pytest.raises(ValueError, match="set its mode to 'max'"):
         _cli(tmp_path, wrong).model.configure_optimizers()
+
+
+# ------------------------------------------------------------------------------------------ language models
+
+
+def test_language_model_configs_differ_only_where_they_say():
+    uni, bi, lstm = (_load(f"lm/ontonotes_{v}.yaml") for v in ("onlstm", "onlstm_bi", "lstm"))
+    assert (uni["model"]["init_args"].pop("bidirectional"), bi["model"]["init_args"].pop("bidirectional")) == (
+        False, True)
+    assert uni["model"] == bi["model"] and uni["data"] == bi["data"]
+    assert lstm["model"]["init_args"].pop("bidirectional") is False
+    assert lstm["model"]["init_args"].pop("encoder") != uni["model"]["init_args"].pop("encoder")
+    assert (lstm["model"]["init_args"].pop("tie_weights"), uni["model"]["init_args"].pop("tie_weights")) == (
+        False, True)
+    assert lstm["model"] == uni["model"] and lstm["data"] == uni["data"]
+    hub = _load("lm/wikitext103_onlstm.yaml")["data"]["init_args"]
+    assert (hub["path"], hub["name"], hub["mode"]) == ("Salesforce/wikitext", "wikitext-103-raw-v1", "stream")
+
+
+def test_lm_initialised_ner_pair_differs_only_in_pretrained_lm_and_matches_the_language_model():
+    init, scratch = _load("ner/ontonotes_onlstm_crf_lm_init.yaml"), _load("ner/ontonotes_onlstm_crf_lm_scratch.yaml")
+    assert init["model"]["init_args"].pop("pretrained_lm")
+    assert init["model"] == scratch["model"] and init["data"] == scratch["data"]
+    lm = _load("lm/ontonotes_onlstm_bi.yaml")["model"]["init_args"]
+    ner = scratch["model"]["init_args"]
+    assert ner["encoder"]["init_args"]["encoder"] == lm["encoder"]  # the stacks the language model trains
+    assert ner["embedder"]["init_args"]["word_dim"] == lm["embedding_dim"]

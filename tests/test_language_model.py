@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 import torch
 
-from cli_helpers import last_metrics, tiny_ner_config
+from cli_helpers import last_metrics, run_cli, tiny_ner_config
 from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.lm import EOS, IGNORE, LanguageModelDataModule, build_lm_vocabulary, stream_windows
@@ -328,3 +328,27 @@ def test_trees_eval_accepts_an_lm_checkpoint(capsys, bi_checkpoint, tmp_path):
     assert code == 0
     assert [line.split("  ")[0] for line in out if line.startswith("layer")] == [
         f"layer {layer} ({how})" for layer in (1, 2) for how in ("mean", "forward", "backward")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["sentence", "stream"])
+def test_ddp_two_processes_give_the_same_perplexity_as_one(tmp_path, corpus, mode):
+    """Perplexity pools every process's tokens: 2 processes = 1. In stream mode one process with 2k rows lays the
+    stream out exactly as two processes with k rows each (the same windows, split by rows)."""
+    bidirectional = mode == "sentence"
+    config = tiny_lm_config(tmp_path, text_data(corpus, mode=mode, bptt=8, batch_size=4),
+                            model={"bidirectional": bidirectional}, max_epochs=1, limit_train_batches=3)
+    fit = run_cli("fit", "--config", str(config))
+    assert fit.returncode == 0, fit.stderr[-2000:]
+    best = str(tmp_path / "ckpt" / "best.ckpt")
+    scores = {}
+    for devices, strategy, rows in ((1, "auto", 8), (2, "ddp", 4)):
+        root = tmp_path / f"test_{devices}"
+        proc = run_cli("test", "--config", str(config), "--ckpt_path", best, "--trainer.devices", str(devices),
+                       "--trainer.strategy", strategy, "--trainer.logger.init_args.save_dir", str(root),
+                       "--data.init_args.eval_batch_size", str(rows if mode == "stream" else 7))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        scores[devices] = last_metrics(root)
+    keys = ["test_ppl", "test_nll", "test_ppl_forward"] + (["test_ppl_backward"] if bidirectional else [])
+    for key in keys:
+        assert scores[2][key] == pytest.approx(scores[1][key], rel=1e-5), key
