@@ -352,3 +352,38 @@ def test_ddp_two_processes_give_the_same_perplexity_as_one(tmp_path, corpus, mod
     keys = ["test_ppl", "test_nll", "test_ppl_forward"] + (["test_ppl_backward"] if bidirectional else [])
     for key in keys:
         assert scores[2][key] == pytest.approx(scores[1][key], rel=1e-5), key
+
+
+def test_a_bidirectional_lm_starts_td_lstm_left_from_its_forward_and_right_from_its_backward_stack(bi_checkpoint):
+    from onlstm_tasks.embedders.word_char import WordCharEmbedder
+    from onlstm_tasks.modules.aspect_heads import TargetDependentHead
+    from onlstm_tasks.tasks.absa import AspectSentimentClassifier
+
+    path = bi_checkpoint / "ckpt" / "best.ckpt"
+    lm = torch.load(path, weights_only=True)["state_dict"]
+    model = AspectSentimentClassifier(
+        ["<pad>", "<unk>", "the", "cat", "zebra"], ["<pad>", "<unk>"], ["negative", "neutral", "positive"],
+        embedder=partial(WordCharEmbedder, word_dim=16, char_encoder="none"),
+        head=partial(TargetDependentHead, encoder=partial(ONLSTM, hidden_size=[16, 16], chunk_size=4, num_layers=2)),
+        pretrained_lm=str(path))
+    model.setup("fit")
+    for side, stack in (("left", "forward"), ("right", "backward")):
+        for key, value in getattr(model.head, side).state_dict().items():
+            assert torch.equal(value, lm[f"net.encoder.{stack}_encoder.{key}"]), (side, key)
+    words = model.embedder.embed.parts[0].embedding.weight
+    lm_vocab = torch.load(path, weights_only=True)["hyper_parameters"]["word_vocab"]
+    assert torch.equal(words[3], lm["net.embedder.embedding.weight"][lm_vocab.index("cat")])
+
+
+def test_probe_master_gates_of_a_language_model_cover_the_words_only(tmp_path):
+    from onlstm_tasks.tasks.loading import load_probe
+
+    config = tiny_lm_config(tmp_path, text_data(write_toy_corpus(tmp_path / "toy", {"train": 30, "validation": 5})),
+                            max_epochs=1, limit_train_batches=1)
+    main(["fit", "--config", str(config)])
+    probe = load_probe(tmp_path / "ckpt" / "last.ckpt")
+    words = ["the", "cat", "saw", "a", "dog", "."]
+    gates = probe.master_gates(words, layer=0)
+    distances = probe.distances([words])[0]  # [layers, directions, n]
+    assert gates.forget.shape[0] == len(words)
+    assert torch.allclose(gates.distances(), distances[0, 0], atol=1e-5)
