@@ -387,3 +387,28 @@ def test_probe_master_gates_of_a_language_model_cover_the_words_only(tmp_path):
     distances = probe.distances([words])[0]  # [layers, directions, n]
     assert gates.forget.shape[0] == len(words)
     assert torch.allclose(gates.distances(), distances[0, 0], atol=1e-5)
+
+
+def test_predict_scores_each_line_and_gives_its_induced_tree(tmp_path, bi_checkpoint):
+    import json
+
+    config = tiny_lm_config(bi_checkpoint, {"path": None})  # data comes from the checkpoint: no corpus needed
+    import yaml
+
+    cfg = yaml.safe_load(config.read_text())
+    cfg["trainer"]["callbacks"] = [{"class_path": "onlstm_tasks.callbacks.JsonlPredictionWriter",
+                                    "init_args": {"output": str(tmp_path / "scores.jsonl")}}]
+    cfg["data"]["init_args"] = {"predict_file": str(tmp_path / "in.txt")}
+    config = tmp_path / "predict.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    (tmp_path / "in.txt").write_text("the cat saw a dog .\n\n a   dog saw the  cat by the river .\nthe the the the\n")
+    main(["predict", "--config", str(config), "--ckpt_path", str(bi_checkpoint / "ckpt" / "best.ckpt")])
+    records = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in records] == [["the", "cat", "saw", "a", "dog", "."],
+                                              "a dog saw the cat by the river .".split(), ["the"] * 4]
+    assert records[1]["text"] == " a   dog saw the  cat by the river ."
+    for r in records:
+        assert r["ppl_forward"] > 1 and r["ppl_backward"] > 1
+        assert len(r["heads"]) == len(r["tokens"]) and r["tree"].count("(") == len(r["tokens"]) - 1
+    # a grammatical sentence is likelier than a word salad under a model of the toy grammar
+    assert records[0]["ppl_forward"] < records[2]["ppl_forward"]

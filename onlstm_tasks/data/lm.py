@@ -26,8 +26,10 @@ from torch.utils.data import DataLoader
 
 from .batching import TokenBatch
 from .common import bucket_loader, carve_validation, word_options
+from .examples import DataFormatError, Example
 from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
+from .readers._common import read_lines
 from .vocab import PAD, UNK, Vocabulary
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class LanguageModelDataModule(pl.LightningDataModule):
         validation_ratio, seed: a validation split is carved from train (by sentence) when the source has none.
         vocab_from: a checkpoint whose vocabulary and word options to use (the CLI sets it for
             validate/test/predict with ``--ckpt_path``).
+        predict_file: text to score with ``predict``, one sentence per line, words separated by whitespace
+            (blank lines skipped and counted); each sentence is read in sentence mode whatever ``mode`` is.
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class LanguageModelDataModule(pl.LightningDataModule):
         normalize_digits: bool = True,
         validation_ratio: float = 0.1,
         vocab_from: str | None = None,
+        predict_file: str | None = None,
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
@@ -111,6 +116,7 @@ class LanguageModelDataModule(pl.LightningDataModule):
         self._splits: dict[str, Sentences] | None = None
         self._vocab: Vocabulary | None = None
         self._encoded: dict[str, list[list[int]]] = {}
+        self._predict: list[Example] | None = None
 
     # ---- data facts, linked to the model by the CLI -----------------------------------------------------
     @property
@@ -134,6 +140,24 @@ class LanguageModelDataModule(pl.LightningDataModule):
                 raw["train"], raw["validation"] = train, validation
             self._splits = raw
         return self._splits
+
+    def examples(self, split: str) -> list[Example]:
+        """The lines of ``predict_file`` (``split="predict"``, the only split kept as examples: the prediction
+        writer reads their text), one sentence each, blank lines skipped and counted."""
+        if split != "predict":
+            raise ValueError(f"only the predict split is kept as examples, not {split!r}")
+        if self._predict is None:
+            path = self.hparams.predict_file
+            if not path:
+                raise ValueError("predict needs data.predict_file (one sentence per line)")
+            lines = read_lines(path, "one sentence per line")
+            self._predict = [Example(words=tuple(line.split()), text=line, source=path, line=number)
+                             for number, line in enumerate(lines, start=1) if line.split()]
+            if not self._predict:
+                raise DataFormatError(path, None, "expected at least one non-blank line")
+            if len(self._predict) < len(lines):
+                log.info("%s: %d blank line(s) skipped", path, len(lines) - len(self._predict))
+        return self._predict
 
     def vocabulary(self) -> Vocabulary:
         if self._vocab is None:
@@ -167,7 +191,10 @@ class LanguageModelDataModule(pl.LightningDataModule):
         """Word ids of every sentence (sentence mode: framed by <eos> and cut at max_length words)."""
         if split not in self._encoded:
             vocab, normalize = self.vocabulary(), self.normalizer
-            sentences = self.splits().get(split)
+            if split == "predict":
+                sentences = [list(ex.words) for ex in self.examples("predict")]
+            else:
+                sentences = self.splits().get(split)
             if sentences is None:
                 raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
             if not sentences:
@@ -178,7 +205,9 @@ class LanguageModelDataModule(pl.LightningDataModule):
             log.info("%s: %d sentences, %d words, %d <unk> (%.2f%%)", split, len(ids), tokens, unknown,
                      100.0 * unknown / max(tokens, 1))
             eos = vocab.index(EOS)
-            if self.hparams.mode == "sentence":
+            if split == "predict":  # scored whole, one record per line
+                ids = [[eos, *s, eos] for s in ids]
+            elif self.hparams.mode == "sentence":
                 limit, long = self.hparams.max_length, sum(len(s) > self.hparams.max_length for s in ids)
                 if long:
                     log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long,
@@ -190,7 +219,8 @@ class LanguageModelDataModule(pl.LightningDataModule):
         return self._encoded[split]
 
     def setup(self, stage: str | None = None) -> None:
-        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",)}.get(
+        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
+                  "predict": ("predict",)}.get(
             stage, ("train", "validation", "test"))
         for split in wanted:
             self._encode(split)
@@ -198,7 +228,7 @@ class LanguageModelDataModule(pl.LightningDataModule):
     # ---- loaders ------------------------------------------------------------------------------------------
     def _loader(self, split: str, train: bool) -> DataLoader:
         size = self.hparams.batch_size if train else self.hparams.eval_batch_size
-        if self.hparams.mode == "stream":
+        if self.hparams.mode == "stream" and split != "predict":
             windows = stream_windows(self._encode(split), size, self.hparams.bptt, *_world(), where=split)
             return DataLoader(windows, batch_size=None, collate_fn=self._window_batch, shuffle=False)
         items = self._encode(split)
@@ -240,6 +270,9 @@ class LanguageModelDataModule(pl.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._loader("test", train=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", train=False)
 
 
 def _tokens(ids: torch.Tensor, mask: torch.Tensor, itos: list[str]) -> TokenBatch:

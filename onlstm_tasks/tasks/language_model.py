@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
+from torch.nn import functional as F
 
-from onlstm_tasks.data.lm import DEFAULT_CHAR_VOCAB, EOS
+from onlstm_tasks.data.lm import DEFAULT_CHAR_VOCAB, EOS, IGNORE
 from onlstm_tasks.embedders.base import TokenEmbedder
-from onlstm_tasks.encoders.base import SequenceEncoder, StatefulEncoder, detach_state
+from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, SequenceEncoder, StatefulEncoder, detach_state
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import Perplexity
 from onlstm_tasks.modules.language_model import LanguageModelNet, LMOutput, activation_penalties, token_nll
 from onlstm_tasks.tasks.optimization import optimizers_config
-from onlstm_tasks.tasks.words import EncodesWords
+from onlstm_tasks.tasks.tree_fields import induced_tree_fields
+from onlstm_tasks.tasks.words import EncodesWords, trim_frame
 
 EncoderFactory = Callable[[int], SequenceEncoder]
 DIRECTIONS = ("forward", "backward", "both")
@@ -40,6 +43,13 @@ class LanguageModel(EncodesWords, pl.LightningModule):
             the penalties of :func:`~onlstm_tasks.modules.language_model.activation_penalties` (0 disables).
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3); a scheduler watches
             ``val_ppl`` (lower is better).
+        tree_layer, tree_directions: which layer's distances (and how the directions are merged) give the
+            ``tree``/``heads`` of ``predict`` records (ON-LSTM encoders; the paper's best layer for a 3-layer
+            language model is the second, ``tree_layer: 1``).
+
+    ``predict`` writes one record per sentence of ``data.predict_file``: its tokens, the summed negative
+    log-likelihood and perplexity of each direction (every word and the closing ``<eos>``, or for the backward
+    model the opening one), and the induced tree.
 
     Logged: ``train_loss`` (NLL per token plus penalties), ``val_ppl``/``test_ppl`` (pooled over both
     directions of a bidirectional model), ``*_ppl_forward``/``*_ppl_backward`` and ``*_nll`` (nats per token).
@@ -64,12 +74,16 @@ class LanguageModel(EncodesWords, pl.LightningModule):
         temporal_activation_regularization: float = 1.0,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
+        tree_layer: int = -1,
+        tree_directions: str = "mean",
     ) -> None:
         super().__init__()
         if EOS not in word_vocab:
             raise ValueError(f"word_vocab must contain the boundary token {EOS!r} (LanguageModelDataModule adds it)")
         if activation_regularization < 0 or temporal_activation_regularization < 0:
             raise ValueError("activation_regularization and temporal_activation_regularization must be >= 0")
+        if tree_directions not in DIRECTION_COMBINATIONS:
+            raise ValueError(f"tree_directions must be one of {DIRECTION_COMBINATIONS}, got {tree_directions!r}")
         self.save_hyperparameters()
         if char_vocab is None:
             self.hparams.char_vocab = list(DEFAULT_CHAR_VOCAB)  # probing builds token batches with it
@@ -152,6 +166,29 @@ class LanguageModel(EncodesWords, pl.LightningModule):
                 self.log(f"{stage}_nll", scores["nll"].float(), rank_zero_only=False)
             else:
                 self.log(f"{stage}_ppl_{direction}", scores["ppl"].float(), rank_zero_only=False)
+
+    def predict_step(self, batch, batch_idx):
+        out = self.net(batch.tokens)
+        mask = batch.tokens.mask
+        targets = {"forward": batch.forward_targets, "backward": batch.backward_targets}
+        scores = {}
+        for direction, logits in (("forward", out.forward), ("backward", out.backward)):
+            if logits is not None:
+                nll = F.cross_entropy(logits.transpose(1, 2), targets[direction], ignore_index=IGNORE,
+                                      reduction="none").sum(1)
+                scores[direction] = (nll.tolist(), (targets[direction] != IGNORE).sum(1).tolist())
+        lead, trail = (len(part) for part in self.sentence_frame)
+        words = [row[lead:len(row) - trail] for row in batch.tokens.words]
+        trees = induced_tree_fields(trim_frame(out.encoded, mask, lead, trail), mask[:, lead + trail:], words,
+                                    self.hparams.tree_layer, self.hparams.tree_directions)
+        records = []
+        for row, index in enumerate(batch.index):
+            record = {"index": index, "tokens": words[row]}
+            for direction, (nll, count) in scores.items():
+                record[f"nll_{direction}"] = nll[row]
+                record[f"ppl_{direction}"] = math.exp(nll[row] / count[row])
+            records.append({**record, **trees[row]})
+        return records
 
     # ---- optimisation -------------------------------------------------------------------------------------
     def configure_optimizers(self):
