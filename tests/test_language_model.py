@@ -21,6 +21,7 @@ from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.loading import load_task_model
 from onlstm_tasks.tasks.ner import NERTagger
+from shared_data import SHARED_DATA, requires_shared_data
 
 
 @pytest.fixture(autouse=True)
@@ -412,3 +413,32 @@ def test_predict_scores_each_line_and_gives_its_induced_tree(tmp_path, bi_checkp
         assert len(r["heads"]) == len(r["tokens"]) and r["tree"].count("(") == len(r["tokens"]) - 1
     # a grammatical sentence is likelier than a word salad under a model of the toy grammar
     assert records[0]["ppl_forward"] < records[2]["ppl_forward"]
+
+
+def test_a_vocabulary_without_unknown_training_words_is_warned_about(corpus, caplog):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        data_module(corpus).setup("fit")
+    assert "never learns to predict <unk>" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        data_module(corpus, max_vocab_size=20).setup("fit")
+    assert "never learns" not in caplog.text and "<unk> (" in caplog.text
+
+
+@requires_shared_data
+@pytest.mark.parametrize("kit", ["ontonotes", "uner"])
+def test_the_shared_ner_kits_give_their_words_to_the_language_model(kit):
+    if kit == "ontonotes":
+        dm = LanguageModelDataModule(path=str(SHARED_DATA / "conll2012_ontonotesv5"), name=None,
+                                     data_dir="english_v12", format="ontonotes")
+        expected = {"train": 3000, "validation": 500, "test": 500}
+    else:
+        dm = LanguageModelDataModule(path=str(SHARED_DATA / "uner_en_ewt"), name=None, format="conllx",
+                                     data_files={"train": "en_ewt-uner-dev.conllx",
+                                                 "test": "en_ewt-uner-test.conllx"})
+        expected = {"train": 2001 - 200, "validation": 200, "test": 2077}  # 10% of train carved for validation
+    splits = dm.splits()
+    assert {split: len(sentences) for split, sentences in splits.items()} == expected
+    dm.setup("fit")
+    batch = next(iter(dm.train_dataloader()))
+    assert batch.tokens.word_ids.size(0) == 32 and batch.backward_targets is not None

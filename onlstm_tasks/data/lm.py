@@ -204,6 +204,10 @@ class LanguageModelDataModule(pl.LightningDataModule):
             unknown = sum(i == 1 for s in ids for i in s)
             log.info("%s: %d sentences, %d words, %d <unk> (%.2f%%)", split, len(ids), tokens, unknown,
                      100.0 * unknown / max(tokens, 1))
+            if split == "train" and unknown == 0 and not self.hparams.vocab_from:
+                log.warning("train: no word reads as <unk> (min_freq=%d keeps every training word), so the model "
+                            "never learns to predict <unk> and each <unk> of another split costs a great deal of "
+                            "perplexity; min_freq: 2 turns the words seen once into <unk>", self.hparams.min_freq)
             eos = vocab.index(EOS)
             if split == "predict":  # scored whole, one record per line
                 ids = [[eos, *s, eos] for s in ids]
