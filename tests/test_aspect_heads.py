@@ -81,7 +81,7 @@ def test_target_connection_head_appends_the_mean_aspect_vector():
     torch.manual_seed(0)
     head = TargetConnectionHead(D, ENC).eval()
     x, mask, aspect = batch()
-    b, (s, e), n = 0, SPANS[0], int(LENGTHS[0])
+    b, (s, e) = 0, SPANS[0]
     mean = x[b, s:e].mean(0)
     left_in = torch.cat([x[b, :e], mean.expand(e, D)], -1)
     torch.testing.assert_close(head(x, mask, aspect)[b, : head.left.output_size],

@@ -12,7 +12,7 @@ from torch import nn
 from onlstm_tasks.encoders import CIFGLSTM, LSTM, NoForgetLSTM, PeepholeLSTM
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.lstm_variants import CIFGCell, NoForgetCell, PeepholeCell
-from recurrent_batches import LENGTHS, mixed_batch
+from recurrent_batches import mixed_batch
 
 
 
