@@ -442,3 +442,10 @@ def test_the_shared_ner_kits_give_their_words_to_the_language_model(kit):
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
     assert batch.tokens.word_ids.size(0) == 32 and batch.backward_targets is not None
+
+
+def test_describing_the_data_module_reads_no_data(tmp_path):
+    # jsonargparse formats the data module into a message whenever a CLI link finds no attribute (the ``labels``
+    # a language model does not take); Lightning's own __str__ would build the loaders, i.e. read the dataset
+    dm = LanguageModelDataModule(path=str(tmp_path / "missing"), format="text")
+    assert "missing" in str(dm) and dm._splits is None

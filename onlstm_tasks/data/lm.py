@@ -118,6 +118,14 @@ class LanguageModelDataModule(pl.LightningDataModule):
         self._encoded: dict[str, list[list[int]]] = {}
         self._predict: list[Example] | None = None
 
+    def __str__(self) -> str:
+        # LightningDataModule's own __str__ builds every dataloader to describe them, and jsonargparse formats the
+        # data module into a debug message when a CLI link finds no attribute (``labels``: the NER and sentiment
+        # models take it, a language model does not): that built the training loader, reading the whole dataset
+        # (minutes of timeouts when the default hub dataset is unreachable) on every ``predict``
+        h = self.hparams
+        return f"{type(self).__name__}(path={h.path!r}, format={h.format!r}, mode={h.mode!r})"
+
     # ---- data facts, linked to the model by the CLI -----------------------------------------------------
     @property
     def word_vocab(self) -> list[str]:
