@@ -449,3 +449,16 @@ def test_describing_the_data_module_reads_no_data(tmp_path):
     # a language model does not take); Lightning's own __str__ would build the loaders, i.e. read the dataset
     dm = LanguageModelDataModule(path=str(tmp_path / "missing"), format="text")
     assert "missing" in str(dm) and dm._splits is None
+
+
+def test_master_gates_of_a_bidirectional_lm_match_its_distances_in_both_directions(bi_checkpoint):
+    from onlstm_tasks.tasks.loading import load_probe
+
+    probe = load_probe(bi_checkpoint / "ckpt" / "best.ckpt")
+    words = ["a", "small", "dog", "saw", "the", "river", "."]
+    distances = probe.distances([words])[0]  # [layers, directions, n]
+    for layer in (0, 1):
+        for direction in (0, 1):
+            gates = probe.master_gates(words, layer=layer, direction=direction)
+            assert gates.forget.shape[0] == len(words)
+            assert torch.allclose(gates.distances(), distances[layer, direction], atol=1e-5), (layer, direction)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .base import reverse_padded
+from .independent_directions import IndependentDirections
 from .onlstm import ONLSTM
 from .reference import reference_gate_step
 
@@ -46,6 +48,15 @@ def master_gates(
     The encoder must be in eval mode (dropout and DropConnect would make the gates random); call under
     ``torch.no_grad()`` unless gradients are wanted.
     """
+    if isinstance(encoder, IndependentDirections):  # two ON-LSTM stacks: the backward one reads reversed inputs
+        if direction not in (0, 1):
+            raise ValueError(f"direction must be 0 (forward) or 1 (backward), got {direction}")
+        if direction == 0:
+            return master_gates(encoder.forward_encoder, x, mask, layer, 0)
+        mask = encoder.check_inputs(x, mask)
+        lengths = mask.sum(dim=1)
+        gates = master_gates(encoder.backward_encoder, reverse_padded(x, lengths), mask, layer, 0)
+        return MasterGates(forget=reverse_padded(gates.forget, lengths), input=reverse_padded(gates.input, lengths))
     if not isinstance(encoder, ONLSTM):
         raise TypeError(f"master gates exist only in ON-LSTM encoders, got {type(encoder).__name__}")
     if encoder.training:

@@ -21,6 +21,7 @@ import torch
 
 from onlstm_tasks.data.features import WordNormalizer
 from onlstm_tasks.encoders.master_gates import MasterGates, master_gates
+from onlstm_tasks.encoders.independent_directions import IndependentDirections
 from onlstm_tasks.encoders.onlstm import ONLSTM
 
 
@@ -83,7 +84,7 @@ class EncoderProbe:
     def master_gates(self, words: Sequence[str], layer: int = -1, direction: int = 0) -> MasterGates:
         """Per-level f~ and i~ of one layer and direction for one sentence: each ``[n, levels]`` (CPU)."""
         encoder = self.model.sentence_encoder()
-        if not isinstance(encoder, ONLSTM):
+        if not isinstance(encoder, (ONLSTM, IndependentDirections)):
             raise ValueError(f"{self.name}: per-level master gates are recomputed for ONLSTM encoders only, the "
                              f"model's is a {type(encoder).__name__}")
         with self._eval():
