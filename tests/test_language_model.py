@@ -7,12 +7,16 @@ import math
 import sys
 from functools import partial
 
+import json
+
 import pytest
 import torch
+import yaml
 
 from cli_helpers import last_metrics, run_cli, tiny_ner_config
 from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
 from onlstm_tasks.cli import main
+from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.data.lm import EOS, IGNORE, LanguageModelDataModule, build_lm_vocabulary, stream_windows
 from onlstm_tasks.data.features import WordNormalizer
 from onlstm_tasks.encoders import LSTM, ONLSTM, IndependentDirections
@@ -125,7 +129,6 @@ def test_no_direction_sees_the_words_it_predicts(bidirectional, kind):
     vocab = ["<pad>", "<unk>", EOS] + [f"w{i}" for i in range(20)]
     encoder = None if kind == "onlstm" else partial(LSTM, hidden_size=8, num_layers=2)
     model = small_model(vocab, bidirectional, encoder=encoder, tie_weights=kind == "onlstm").eval()
-    from onlstm_tasks.data.batching import TokenBatch
 
     def logits(ids):
         ids = torch.tensor([ids])
@@ -258,10 +261,9 @@ def test_stream_mode_restarts_the_state_at_each_loader_start(corpus):
     assert torch.allclose(again, whole)
 
 
-def ner_with_lm(tmp_path, lm_folder, encoder) -> NERTagger:
+def ner_with_lm(tmp_path, lm_folder, encoder):
+    """A tiny NER config (word-only 16-d embedder, ``encoder``) starting from the language model in ``lm_folder``."""
     config = tiny_ner_config(tmp_path, encoder=encoder)
-    import yaml
-
     cfg = yaml.safe_load(config.read_text())
     cfg["model"]["init_args"]["embedder"] = {"class_path": "onlstm_tasks.embedders.word_char.WordCharEmbedder",
                                              "init_args": {"word_dim": 16, "char_encoder": "none"}}
@@ -391,22 +393,20 @@ def test_probe_master_gates_of_a_language_model_cover_the_words_only(tmp_path):
 
 
 def test_predict_scores_each_line_and_gives_its_induced_tree(tmp_path, bi_checkpoint):
-    import json
-
     config = tiny_lm_config(bi_checkpoint, {"path": None})  # data comes from the checkpoint: no corpus needed
-    import yaml
-
     cfg = yaml.safe_load(config.read_text())
     cfg["trainer"]["callbacks"] = [{"class_path": "onlstm_tasks.callbacks.JsonlPredictionWriter",
                                     "init_args": {"output": str(tmp_path / "scores.jsonl")}}]
     cfg["data"]["init_args"] = {"predict_file": str(tmp_path / "in.txt")}
     config = tmp_path / "predict.yaml"
     config.write_text(yaml.safe_dump(cfg))
-    (tmp_path / "in.txt").write_text("the cat saw a dog .\n\n a   dog saw the  cat by the river .\nthe the the the\n")
+    (tmp_path / "in.txt").write_text("the cat saw a dog .\n\n a   dog saw the  cat by the river .\nthe the the the\n"
+                                     "Zelda saw 1999 cats\n")
     main(["predict", "--config", str(config), "--ckpt_path", str(bi_checkpoint / "ckpt" / "best.ckpt")])
     records = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
     assert [r["tokens"] for r in records] == [["the", "cat", "saw", "a", "dog", "."],
-                                              "a dog saw the cat by the river .".split(), ["the"] * 4]
+                                              "a dog saw the cat by the river .".split(), ["the"] * 4,
+                                              ["Zelda", "saw", "1999", "cats"]]  # as written, not <unk> / 0000
     assert records[1]["text"] == " a   dog saw the  cat by the river ."
     for r in records:
         assert r["ppl_forward"] > 1 and r["ppl_backward"] > 1

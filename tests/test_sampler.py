@@ -31,7 +31,7 @@ def padding(batches: list[list[int]], lengths: list[int]) -> int:
 
 
 def use_world(monkeypatch, world: int, rank: int) -> None:
-    monkeypatch.setattr(BucketBatchSampler, "_world", staticmethod(lambda: (world, rank)))
+    monkeypatch.setattr("onlstm_tasks.data.sampler.process_world", lambda: (world, rank))
 
 
 @pytest.mark.parametrize("shuffle", [False, True])

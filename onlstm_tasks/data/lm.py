@@ -30,6 +30,7 @@ from .examples import DataFormatError, Example
 from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines
+from .sampler import process_world
 from .vocab import PAD, UNK, Vocabulary
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class LanguageModelDataModule(pl.LightningDataModule):
         self._splits: dict[str, Sentences] | None = None
         self._vocab: Vocabulary | None = None
         self._encoded: dict[str, list[list[int]]] = {}
+        self._words: dict[str, list[list[str]]] = {}  # the framed sentences' words as given (sentence batches)
         self._predict: list[Example] | None = None
 
     def __str__(self) -> str:
@@ -217,17 +219,17 @@ class LanguageModelDataModule(pl.LightningDataModule):
                             "never learns to predict <unk> and each <unk> of another split costs a great deal of "
                             "perplexity; min_freq: 2 turns the words seen once into <unk>", self.hparams.min_freq)
             eos = vocab.index(EOS)
-            if split == "predict":  # scored whole, one record per line
-                ids = [[eos, *s, eos] for s in ids]
-            elif self.hparams.mode == "sentence":
-                limit, long = self.hparams.max_length, sum(len(s) > self.hparams.max_length for s in ids)
+            if self.hparams.mode == "stream" and split != "predict":
+                self._encoded[split] = [[*s, eos] for s in ids]
+            else:  # framed sentences (pieces of at most max_length words; predict scores each line whole)
+                limit = max(len(s) for s in ids) if split == "predict" else self.hparams.max_length
+                long = sum(len(s) > limit for s in ids)
                 if long:
                     log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long,
                              limit)
-                ids = [[eos, *s[i:i + limit], eos] for s in ids for i in range(0, len(s), limit)]
-            else:
-                ids = [[*s, eos] for s in ids]
-            self._encoded[split] = ids
+                cuts = [(n, i) for n, s in enumerate(ids) for i in range(0, len(s), limit)]
+                self._encoded[split] = [[eos, *ids[n][i:i + limit], eos] for n, i in cuts]
+                self._words[split] = [[EOS, *sentences[n][i:i + limit], EOS] for n, i in cuts]  # as given
         return self._encoded[split]
 
     def setup(self, stage: str | None = None) -> None:
@@ -241,15 +243,13 @@ class LanguageModelDataModule(pl.LightningDataModule):
     def _loader(self, split: str, train: bool) -> DataLoader:
         size = self.hparams.batch_size if train else self.hparams.eval_batch_size
         if self.hparams.mode == "stream" and split != "predict":
-            windows = stream_windows(self._encode(split), size, self.hparams.bptt, *_world(), where=split)
+            windows = stream_windows(self._encode(split), size, self.hparams.bptt, *process_world(), where=split)
             return DataLoader(windows, batch_size=None, collate_fn=self._window_batch, shuffle=False)
         items = self._encode(split)
-        return bucket_loader([len(s) for s in items], size, train, self.hparams.seed, self._sentence_collate(items),
-                             self.hparams.num_workers)
+        return bucket_loader([len(s) for s in items], size, train, self.hparams.seed,
+                             self._sentence_collate(items, self._words[split]), self.hparams.num_workers)
 
-    def _sentence_collate(self, items: list[list[int]]):
-        itos = self.vocabulary().itos
-
+    def _sentence_collate(self, items: list[list[int]], words: list[list[str]]):
         def collate(indices: list[int]) -> LMBatch:
             rows = [items[i] for i in indices]
             steps = max(len(r) for r in rows)
@@ -265,14 +265,16 @@ class LanguageModelDataModule(pl.LightningDataModule):
             backward = torch.full_like(ids, IGNORE)
             backward[:, 1:] = ids[:, :-1]
             backward[(t == 0) | (t >= lengths)] = IGNORE
-            return LMBatch(_tokens(ids, mask, itos), forward, backward, list(indices))
+            return LMBatch(_tokens(ids, mask, [words[i] for i in indices]), forward, backward, list(indices))
 
         return collate
 
     def _window_batch(self, window: tuple[int, torch.Tensor, torch.Tensor]) -> LMBatch:
         number, inputs, targets = window
-        return LMBatch(_tokens(inputs, torch.ones_like(inputs, dtype=torch.bool), self.vocabulary().itos), targets,
-                       None, [number], carry=True)
+        itos = self.vocabulary().itos  # the stream keeps no raw words: the vocabulary's spelling
+        words = [[itos[i] for i in row] for row in inputs.tolist()]
+        return LMBatch(_tokens(inputs, torch.ones_like(inputs, dtype=torch.bool), words), targets, None, [number],
+                       carry=True)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", train=True)
@@ -287,15 +289,9 @@ class LanguageModelDataModule(pl.LightningDataModule):
         return self._loader("predict", train=False)
 
 
-def _tokens(ids: torch.Tensor, mask: torch.Tensor, itos: list[str]) -> TokenBatch:
-    words = [[itos[i] for i in row[: int(n)]] for row, n in zip(ids.tolist(), mask.sum(1).tolist())]
+def _tokens(ids: torch.Tensor, mask: torch.Tensor, words: list[list[str]]) -> TokenBatch:
     return TokenBatch(word_ids=ids, char_ids=torch.zeros(*ids.shape, 1, dtype=torch.long), mask=mask, words=words)
 
-
-def _world() -> tuple[int, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_world_size(), torch.distributed.get_rank()
-    return 1, 0
 
 
 def stream_windows(sentences: list[list[int]], rows: int, bptt: int, world: int = 1, rank: int = 0,

@@ -58,14 +58,8 @@ class BucketBatchSampler:
             )
         return True
 
-    @staticmethod
-    def _world() -> tuple[int, int]:
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_world_size(), dist.get_rank()
-        return 1, 0
-
     def _my_batches(self) -> list[list[int]]:
-        world, rank = self._world()
+        world, rank = process_world()
         batches = self._all_batches(world)
         if world > 1 and self.shuffle and batches and len(batches) % world:
             # cyclic: with fewer batches than processes, batches[:k] alone would leave some processes without any
@@ -76,10 +70,17 @@ class BucketBatchSampler:
         return iter(self._my_batches())
 
     def __len__(self) -> int:
-        world, rank = self._world()
+        world, rank = process_world()
         n = world if self._needs_one_batch_per_process(world) else -(-len(self.lengths) // self.batch_size)
         if world == 1:
             return n
         if self.shuffle:
             return -(-n // world)
         return len(range(rank, n, world))
+
+
+def process_world() -> tuple[int, int]:
+    """``(world size, rank)`` under ``torch.distributed``, else ``(1, 0)``."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0

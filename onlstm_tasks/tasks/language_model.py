@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import lightning.pytorch as pl
 import torch
@@ -16,12 +15,17 @@ from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, SequenceEncoder, StatefulEncoder, detach_state
 from onlstm_tasks.encoders.onlstm import ONLSTM
 from onlstm_tasks.metrics import Perplexity
-from onlstm_tasks.modules.language_model import LanguageModelNet, LMOutput, activation_penalties, token_nll
+from onlstm_tasks.modules.language_model import (
+    EncoderFactory,
+    LanguageModelNet,
+    LMOutput,
+    activation_penalties,
+    token_nll,
+)
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords, trim_frame
 
-EncoderFactory = Callable[[int], SequenceEncoder]
 DIRECTIONS = ("forward", "backward", "both")
 
 

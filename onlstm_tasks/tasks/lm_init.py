@@ -108,7 +108,7 @@ def _fits(module: nn.Module, state: dict[str, torch.Tensor]) -> bool:
 def _load_words(path: str, embedder: nn.Module, word_vocab: list[str], lm_vocab: list[str], lm_vectors: torch.Tensor,
                 normalizer: WordNormalizer) -> tuple[int, int]:
     tables = [m for m in embedder.modules() if isinstance(m, WordEmbedding)]
-    total = sum(1 for w in word_vocab[2:])
+    total = len(word_vocab) - 2  # <pad>, <unk> excluded
     if not tables:
         log.warning("%s: the model's embedder has no WordEmbedding: only the encoder is initialised", path)
         return 0, total
