@@ -15,6 +15,8 @@ How it is measured:
 - inference is eval mode under ``torch.no_grad()``; forward+backward is training mode (no dropout) with
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
+Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/fused_step.py), the table also times the
+ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled step brings.
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its time loop in
@@ -30,12 +32,13 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.encoders import ONLSTM, fused_step
 from onlstm_tasks.encoders.reference import reference_encode
 
 
@@ -83,10 +86,13 @@ def lstm_step(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) ->
     return step
 
 
-def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) -> Callable[[], None]:
+def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool,
+                compiled: bool | None = None) -> Callable[[], None]:
+    """``compiled``: force the compiled step on or off (None: as configured, on when built)."""
     def step() -> None:
         enc.zero_grad(set_to_none=True)
-        with torch.set_grad_enabled(grad):
+        switch = nullcontext() if compiled is None else fused_step.switched(compiled)
+        with torch.set_grad_enabled(grad), switch:
             out = enc(x.detach().requires_grad_(grad), mask)
             if grad:
                 (out.hidden.sum() + out.distances.sum() + out.input_distances.sum()).backward()
@@ -94,8 +100,12 @@ def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) ->
 
 
 def encoder_table(args, x, masks, repeats, clock) -> None:
-    """nn.LSTM vs ONLSTM for every configuration."""
+    """nn.LSTM vs ONLSTM for every configuration; where the compiled step is built, also the ONLSTM with its
+    per-step element-wise work as PyTorch operations (``loop``), timed in the same turns."""
+    both = fused_step.built() and x.device.type == "cpu"
     header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
+    if both:
+        header += f"{'loop ms':>10}{'ratio':>8}"
     print(header)
     print("-" * len(header))
     for bi, layers, mask_name, grad in itertools.product((False, True), (1, 2), masks, (False, True)):
@@ -103,11 +113,16 @@ def encoder_table(args, x, masks, repeats, clock) -> None:
         lstm = nn.LSTM(args.input, args.hidden, num_layers=layers, bidirectional=bi, batch_first=True).train(grad)
         enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).train(grad)
         mask = masks[mask_name]
-        t_lstm, t_on = interleaved_medians([lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad)],
-                                           repeats, clock=clock)
+        contenders = [lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad, compiled=True if both else None)]
+        if both:
+            contenders.append(onlstm_step(enc, x, mask, grad, compiled=False))
+        t_lstm, t_on, *t_loop = interleaved_medians(contenders, repeats, clock=clock)
         mode = "forward+backward" if grad else "inference"
-        print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  {mode:<17}{t_lstm:>11.2f}{t_on:>11.2f}"
-              f"{t_on / t_lstm:>7.2f}x")
+        line = (f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  {mode:<17}{t_lstm:>11.2f}{t_on:>11.2f}"
+                f"{t_on / t_lstm:>7.2f}x")
+        if t_loop:
+            line += f"{t_loop[0]:>10.2f}{t_loop[0] / t_lstm:>7.2f}x"
+        print(line)
 
 
 def dropconnect_lines(args, x, masks, repeats, clock) -> None:
@@ -226,6 +241,8 @@ def main() -> None:
     }
 
     print(f"machine: {machine()}")
+    print(f"compiled ON-LSTM step: {'built' if fused_step.built() else 'not built'}, "
+          f"{'in use' if fused_step.usable(x) else 'not used'} for these inputs")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
           f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")

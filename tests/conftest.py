@@ -1,4 +1,5 @@
-"""Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails."""
+"""Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails, and with
+ONLSTM_REQUIRE_COMPILED=1 (also set by .ci/run) a skipped test of the compiled ON-LSTM step fails."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import pytest
 
 REQUIRE_SHARED = os.environ.get("ONLSTM_REQUIRE_SHARED_DATA") == "1"
+REQUIRE_COMPILED = os.environ.get("ONLSTM_REQUIRE_COMPILED") == "1"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -17,5 +19,11 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid}: needs ../shared/data, which ONLSTM_REQUIRE_SHARED_DATA=1 makes required, "
+            f"but it was skipped: {report.longrepr}"
+        )
+    if REQUIRE_COMPILED and report.skipped and item.get_closest_marker("compiled") is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid}: needs the compiled ON-LSTM step, which ONLSTM_REQUIRE_COMPILED=1 makes required, "
             f"but it was skipped: {report.longrepr}"
         )

@@ -41,6 +41,8 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
+from . import fused_step
+
 SHRINK = 0.75
 
 
@@ -240,6 +242,77 @@ def _pair_first(block: torch.Tensor) -> torch.Tensor:
     return block.transpose(2, 3)
 
 
+def _torch_steps(layer: _Layer, acts, h, masters):
+    """The element-wise work of step t as PyTorch operations on whole-batch views: ``fn(t)``, run after step t's
+    recurrent product has been added into ``acts``. Writes what the compiled step writes (see ``_onlstm_step.c``)."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    seg, new = layer.segments, acts.new_empty
+    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    if layer.save:
+        acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
+        views = _per_step
+        c_hats, c_prevs = _per_step(cells[..., 0, :], seg), _per_step(cells[..., 1, :], seg)
+        c_news = _per_step(cells[..., 1, :], seg, offset=1)
+    else:  # scratch reused at every step
+        cells, probs = layer.cells, new(dirs, batch, 2, levels)
+        tanh_c, eff, omega = new(dirs, batch, hidden), new(dirs, batch, 2, hidden), new(dirs, batch, levels)
+        views = _scratch
+        c_hats, c_prevs = _alternating(cells[..., 0, :], seg), _alternating(cells[..., 1, :], seg)
+        c_news = _alternating(cells[..., 1, :], seg, offset=1)
+    h_outs = _per_step(h, seg)
+    master_logits = _per_step(acts[..., :m0].unflatten(-1, (2, levels)), seg)
+    gate_acts, out_gates = _per_step(acts[..., m0:], seg), _per_step(acts[..., m0:o0], seg)
+    sig_2g = _per_step(acts[..., o0:c0], seg)
+    one_minus_if = _per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg)  # [1 - i, 1 - f]
+    ms, ms4, ps = _per_step(masters, seg), _per_step(masters.unsqueeze(-1), seg), views(probs, seg)
+    mis, mfs = _per_step(masters[..., 0, :], seg), _per_step(masters[..., 1, :], seg)
+    tcs, effs4 = views(tanh_c, seg), views(eff.unflatten(-1, (levels, chunk)), seg)
+    eff_ins, eff_forgets = views(eff[..., 0, :], seg), views(eff[..., 1, :], seg)
+    omegas, omegas4 = views(omega, seg), views(omega.unsqueeze(-2).unsqueeze(-1), seg)
+
+    offset = torch.tensor([[1.0], [0.0]], dtype=acts.dtype, device=acts.device)
+    sign = torch.tensor([[-1.0], [1.0]], dtype=acts.dtype, device=acts.device)
+    minus_one, minus_two = (torch.tensor(v, dtype=acts.dtype, device=acts.device) for v in (-1.0, -2.0))
+    symmetric = layer.symmetric
+
+    def step(t: int) -> None:
+        p = torch.softmax(master_logits[t], -1, out=ps[t])  # [K, n, 2, L]
+        m = torch.addcmul(offset, p.cumsum(-1), sign, out=ms[t])  # [1 - cumsum(p_i), cumsum(p_f)]
+        if symmetric:
+            m.addcmul_(p, offset)  # i~ = reverse cumsum of p_i = 1 - cumsum(p_i) + p_i
+        gate_acts[t].sigmoid_()  # o, sigmoid(2 g), 1 - i, 1 - f
+        c_hat = torch.add(minus_two, sig_2g[t], alpha=4.0, out=c_hats[t])  # 2 tanh(g)
+        torch.mul(mis[t], mfs[t], out=omegas[t])
+        torch.addcmul(ms4[t], one_minus_if[t], omegas4[t], value=-1.0, out=effs4[t])  # [eff_in, eff_forget]
+        c = torch.mul(c_prevs[t], eff_forgets[t], out=c_news[t])  # 2 c_t
+        c.addcmul_(c_hat, eff_ins[t])
+        tc = torch.sigmoid(c, out=tcs[t])
+        torch.add(minus_one, tc, alpha=2.0, out=tc)  # tanh(c_t)
+        torch.mul(out_gates[t], tc, out=h_outs[t])
+
+    return step
+
+
+def _fused_steps(layer: _Layer, acts, h, masters):
+    """The element-wise work of step t as one call of the compiled step (see :mod:`.fused_step`); ``fn(t)`` as
+    :func:`_torch_steps`, writing the same buffers."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    strided = fused_step.strided
+    if layer.save:
+        acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
+        c_slots = [(strided(cells[..., 1, :]), strided(cells[:, 1:, :, 1]))]
+        saved = dict(prob=strided(probs), c_hat=strided(cells[..., 0, :]), omega=strided(omega), eff=strided(eff),
+                     tanh_c=strided(tanh_c))
+    else:
+        slots = [strided(slot, per_step=False) for slot in layer.cells[..., 1, :].unbind(0)]
+        c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
+    steps_fn = fused_step.FusedSteps(
+        dirs=dirs, hidden=hidden, levels=levels, symmetric=layer.symmetric, act=strided(acts), h=strided(h),
+        master=strided(masters), c_slots=c_slots, scratch=acts.new_empty(2 * hidden + 2 * levels), saved=saved)
+    rows_at = layer.rows_at
+    return lambda t: steps_fn(t, rows_at[t])
+
+
 class _Layer:
     """The forward pass (run by the constructor) and, with ``save=True``, what the backward needs.
 
@@ -275,56 +348,26 @@ class _Layer:
                       (weight_ih * scale).transpose(1, 2), out=acts.view(dirs, -1, gates))
         h = new(dirs, steps, batch, hidden)
         masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
-        probs = new(dirs, steps, batch, 2, levels)  # [p_i, p_f]
         if save:  # everything the backward reads
             cells = new(dirs, steps + 1, batch, 2, hidden)  # 2 [c^_t, c_{t-1}]: 2 c_t is written to [:, t + 1, :, 1]
+            _start_cell(cells[:, 0, :, 1], c_init)
+            probs = new(dirs, steps, batch, 2, levels)  # [p_i, p_f]
             tanh_c, eff = new(dirs, steps, batch, hidden), new(dirs, steps, batch, 2, hidden)
             omega = new(dirs, steps, batch, levels)
-            views = _per_step
-            c_hats, c_prevs = _per_step(cells[..., 0, :], seg), _per_step(cells[..., 1, :], seg)
-            c_news = _per_step(cells[..., 1, :], seg, offset=1)
-            _start_cell(cells[:, 0, :, 1], c_init)
-        else:  # scratch reused at every step
+            self.saved = (acts, masters, probs, cells, tanh_c, eff, omega)
+        else:  # two cell slots, one written while the other is read
             cells = new(2, dirs, batch, 2, hidden)
-            tanh_c, eff, omega = new(dirs, batch, hidden), new(dirs, batch, 2, hidden), new(dirs, batch, levels)
-            views = _scratch
-            c_hats, c_prevs = _alternating(cells[..., 0, :], seg), _alternating(cells[..., 1, :], seg)
-            c_news = _alternating(cells[..., 1, :], seg, offset=1)
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
+        elementwise = (_fused_steps if fused_step.usable(x) else _torch_steps)(self, acts, h, masters)
 
-        a_all, h_prevs, h_outs = _per_step(acts, seg), _per_step(h, seg, offset=-1), _per_step(h, seg)
-        master_logits = _per_step(acts[..., :m0].unflatten(-1, (2, levels)), seg)
-        gate_acts, out_gates = _per_step(acts[..., m0:], seg), _per_step(acts[..., m0:o0], seg)
-        sig_2g = _per_step(acts[..., o0:c0], seg)
-        one_minus_if = _per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg)  # [1 - i, 1 - f]
-        ms, ms4, ps = _per_step(masters, seg), _per_step(masters.unsqueeze(-1), seg), _per_step(probs, seg)
-        mis, mfs = _per_step(masters[..., 0, :], seg), _per_step(masters[..., 1, :], seg)
-        tcs, effs4 = views(tanh_c, seg), views(eff.unflatten(-1, (levels, chunk)), seg)
-        eff_ins, eff_forgets = views(eff[..., 0, :], seg), views(eff[..., 1, :], seg)
-        omegas, omegas4 = views(omega, seg), views(omega.unsqueeze(-2).unsqueeze(-1), seg)
-
-        offset = torch.tensor([[1.0], [0.0]], dtype=x.dtype, device=x.device)
-        sign = torch.tensor([[-1.0], [1.0]], dtype=x.dtype, device=x.device)
-        minus_one, minus_two = (torch.tensor(v, dtype=x.dtype, device=x.device) for v in (-1.0, -2.0))
+        a_all, h_prevs = _per_step(acts, seg), _per_step(h, seg, offset=-1)
         if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
             a_all[0].baddbmm_(h_init, w_hh_t)
         for t in range(stop):
             if t:
                 a_all[t].baddbmm_(h_prevs[t], w_hh_t)
-            p = torch.softmax(master_logits[t], -1, out=ps[t])  # [K, n, 2, L]
-            m = torch.addcmul(offset, p.cumsum(-1), sign, out=ms[t])  # [1 - cumsum(p_i), cumsum(p_f)]
-            if symmetric:
-                m.addcmul_(p, offset)  # i~ = reverse cumsum of p_i = 1 - cumsum(p_i) + p_i
-            gate_acts[t].sigmoid_()  # o, sigmoid(2 g), 1 - i, 1 - f
-            c_hat = torch.add(minus_two, sig_2g[t], alpha=4.0, out=c_hats[t])  # 2 tanh(g)
-            torch.mul(mis[t], mfs[t], out=omegas[t])
-            torch.addcmul(ms4[t], one_minus_if[t], omegas4[t], value=-1.0, out=effs4[t])  # [eff_in, eff_forget]
-            c = torch.mul(c_prevs[t], eff_forgets[t], out=c_news[t])  # 2 c_t
-            c.addcmul_(c_hat, eff_ins[t])
-            tc = torch.sigmoid(c, out=tcs[t])
-            torch.add(minus_one, tc, alpha=2.0, out=tc)  # tanh(c_t)
-            torch.mul(out_gates[t], tc, out=h_outs[t])
+            elementwise(t)
 
         means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
         d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
@@ -333,9 +376,6 @@ class _Layer:
             keep = self.valid.to(x.dtype)
             d_forget, d_input = d_forget * keep, d_input * keep
         self.outputs = h, d_forget, d_input
-        if save:
-            self.saved = (acts, masters, probs, cells, tanh_c, eff, omega)
-            self.views = dict(out_gates=out_gates, tcs=tcs)
 
     def final_cell(self) -> torch.Tensor:
         """The cell state c [K, B, H] after the last step (a full batch's: rows that ended early have none), read
@@ -384,7 +424,7 @@ class _Layer:
         d_outs, d_cands = _per_step(d_pre[..., m0:o0], seg), _per_step(d_pre[..., o0:c0], seg)
         d_in_forgets = _per_step(d_pre[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
         d_master_logits = _per_step(d_pre[..., :m0].unflatten(-1, (2, levels)), seg, fn=pair_first)
-        out_gates, tcs = self.views["out_gates"], self.views["tcs"]
+        out_gates, tcs = _per_step(acts[..., m0:o0], seg), _per_step(tanh_c, seg)
         c_hats = _per_step(cells[..., 0, :], seg)
         cells_r = _per_step(cells.unflatten(-1, (levels, chunk)), seg, fn=pair_first)  # [c^_t, c_{t-1}]
         effs_r = _per_step(eff.unflatten(-1, (levels, chunk)), seg, fn=pair_first)

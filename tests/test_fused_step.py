@@ -1,0 +1,125 @@
+"""The compiled ON-LSTM step (``_onlstm_step.c`` via fused_step.py) against the PyTorch loop and the reference cell.
+
+Marked ``compiled``: skipped where the C file was not built (no compiler at install time); ``.ci/run`` sets
+ONLSTM_REQUIRE_COMPILED=1, which turns such a skip into a failure. The PyTorch loop is tested in float32 here too,
+since float32 layers on the CPU otherwise run the compiled step.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_onlstm_fast import batch, compare_with_reference
+
+from onlstm_tasks.encoders import ONLSTM, fused_step
+from onlstm_tasks.encoders.onlstm_function import _Layer, onlstm_layer
+
+NOT_BUILT = "the compiled ON-LSTM step was not built (no C compiler at install time?)"
+needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason=NOT_BUILT)]
+PATHS = [pytest.param(True, marks=needs_compiled, id="compiled"), pytest.param(False, id="pytorch")]
+
+
+def compiled_only(test):
+    for mark in reversed(needs_compiled):
+        test = mark(test)
+    return test
+
+
+def layer_args(dirs, steps, rows, features, hidden, levels, seed=0, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    gates = 4 * hidden + 2 * levels
+    shapes = ((dirs, steps, rows, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
+    return [torch.randn(*shape, generator=g) * scale for shape in shapes]
+
+
+def run_layer(on: bool, args, batch_sizes, symmetric, save, state=None):
+    with fused_step.switched(on), torch.no_grad():
+        h_init, c_init = state if state is not None else (None, None)
+        return _Layer(*args, batch_sizes, symmetric, save=save, h_init=h_init, c_init=c_init)
+
+
+@pytest.mark.parametrize("on", PATHS)
+@pytest.mark.parametrize("master_input", ["paper", "symmetric"])
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (True, 2)])
+def test_both_step_paths_match_the_reference_in_float32(on, master_input, bidirectional, num_layers):
+    torch.manual_seed(0)
+    enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input)
+    with fused_step.switched(on):
+        for lengths in ([7, 9, 1, 8, 9, 5, 2, 8], [9] * 4):
+            x, mask = batch(torch.float32, lengths=lengths)
+            compare_with_reference(enc, x, mask)
+
+
+@compiled_only
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("dirs", [1, 2])
+@pytest.mark.parametrize("save", [False, True])
+@pytest.mark.parametrize("batch_sizes,with_state", [([8, 8, 7, 6, 6, 3, 1, 0], False), ([5] * 6, False),
+                                                    ([5] * 6, True)])
+@pytest.mark.parametrize("hidden,levels", [(24, 3), (13, 13), (13, 1)])  # odd sizes: vector loop tails
+def test_compiled_step_writes_what_the_pytorch_loop_writes(symmetric, dirs, save, batch_sizes, with_state, hidden,
+                                                           levels):
+    steps, rows = len(batch_sizes), batch_sizes[0]
+    args = layer_args(dirs, steps, rows, 7, hidden, levels, seed=1)
+    state = None
+    if with_state:
+        g = torch.Generator().manual_seed(2)
+        state = (torch.randn(dirs, rows, hidden, generator=g), torch.randn(dirs, rows, hidden, generator=g))
+    compiled, plain = (run_layer(on, args, batch_sizes, symmetric, save, state) for on in (True, False))
+    for got, want in zip(compiled.outputs, plain.outputs):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    if with_state:
+        torch.testing.assert_close(compiled.final_cell(), plain.final_cell(), rtol=1e-5, atol=1e-5)
+    if save:  # every buffer the backward reads, at the (step, row) pairs that were computed
+        names = ["acts", "masters", "probs", "cells", "tanh_c", "eff", "omega"]
+        for name, got, want in zip(names, compiled.saved, plain.saved):
+            for t, n in enumerate(compiled.rows_at):
+                if name == "cells":  # 2 [c^_t, c_{t-1}] at t; 2 c_t at [t + 1, 1]
+                    got_t, want_t = (torch.cat((c[:, t, :n].flatten(-2), c[:, t + 1, :n, 1]), -1) for c in (got, want))
+                else:
+                    got_t, want_t = got[:, t, :n], want[:, t, :n]
+                torch.testing.assert_close(got_t, want_t, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}, step {t}: {m}")
+
+
+@compiled_only
+@pytest.mark.parametrize("scale", [30.0, 1e4, 1e15])  # pre-activations up to ~1e30
+def test_saturated_gates_agree_and_stay_finite(scale):
+    """Pre-activations far beyond the exponential's range saturate every gate the way torch.sigmoid does."""
+    args = layer_args(2, 5, 4, 6, 16, 4, seed=3, scale=scale)
+    results = []
+    for on in (True, False):
+        with fused_step.switched(on), torch.no_grad():
+            results.append(onlstm_layer(*args, [4] * 5, False))
+    for got, want in zip(*results):
+        assert torch.isfinite(got).all()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@compiled_only
+def test_nan_propagates_as_in_pytorch():
+    """A NaN weight (a diverged run) must show as NaN, never be clamped into a plausible number."""
+    args = layer_args(1, 4, 3, 5, 8, 2, seed=4)
+    args[3][0, 20, 2] = float("nan")  # one recurrent weight of the cell candidate's block
+    results = []
+    for on in (True, False):
+        with fused_step.switched(on), torch.no_grad():
+            results.append(onlstm_layer(*args, [3] * 4, False)[0])
+    assert torch.equal(results[0].isnan(), results[1].isnan())
+    assert results[0].isnan().any() and not results[0][:, 0].isnan().any()
+
+
+@compiled_only
+def test_the_compiled_step_is_used_only_where_it_applies():
+    with fused_step.switched(True):
+        assert fused_step.usable(torch.zeros(1))
+        assert not fused_step.usable(torch.zeros(1, dtype=torch.float64))
+    with fused_step.switched(False):
+        assert not fused_step.usable(torch.zeros(1))
+    code = "from onlstm_tasks.encoders import fused_step; import torch; print(fused_step.usable(torch.zeros(1)))"
+    env = {**os.environ, fused_step.ENV: "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
