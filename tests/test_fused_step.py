@@ -16,7 +16,7 @@ import torch
 from test_onlstm_fast import batch, compare_with_reference
 
 from onlstm_tasks.encoders import ONLSTM, fused_step
-from onlstm_tasks.encoders.onlstm_function import _Layer, onlstm_layer
+from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, _Layer, onlstm_layer
 
 NOT_BUILT = "the compiled ON-LSTM step was not built (no C compiler at install time?)"
 needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason=NOT_BUILT)]
@@ -83,6 +83,39 @@ def test_compiled_step_writes_what_the_pytorch_loop_writes(symmetric, dirs, save
                 else:
                     got_t, want_t = got[:, t, :n], want[:, t, :n]
                 torch.testing.assert_close(got_t, want_t, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}, step {t}: {m}")
+
+
+@compiled_only
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("dirs", [1, 2])
+@pytest.mark.parametrize("batch_sizes,carry", [([8, 8, 7, 6, 6, 3, 1, 0], False), ([5] * 6, True)])
+@pytest.mark.parametrize("hidden,levels", [(24, 3), (13, 13), (13, 1)])
+@pytest.mark.parametrize("distances", [True, False], ids=["with-distance-loss", "hidden-only"])
+def test_compiled_backward_gives_the_pytorch_gradients(symmetric, dirs, batch_sizes, carry, hidden, levels,
+                                                       distances):
+    """Gradients of every input through the compiled step's backward vs the PyTorch loop's: ragged rows, both
+    directions, a cell state carried out of the window (its gradient flows back in), with and without a loss on
+    the distances (the constant share of the master gates' gradient)."""
+    steps, rows = len(batch_sizes), batch_sizes[0]
+    args = [a.requires_grad_() for a in layer_args(dirs, steps, rows, 7, hidden, levels, seed=5)]
+    g = torch.Generator().manual_seed(6)
+    state = (torch.randn(dirs, rows, hidden, generator=g), torch.randn(dirs, rows, hidden, generator=g))
+    w_h, w_f, w_c = (torch.randn(dirs, steps, rows, hidden, generator=g), torch.randn(dirs, steps, rows, generator=g),
+                     torch.randn(dirs, rows, hidden, generator=g))
+    grads = []
+    for on in (True, False):
+        with fused_step.switched(on):
+            if carry:
+                h, d_forget, d_input, c_last = ONLSTMCarryFunction.apply(*args, symmetric, *state)
+                loss = (h * w_h).sum() + (c_last * w_c).sum()
+            else:
+                h, d_forget, d_input = ONLSTMLayerFunction.apply(*args, batch_sizes, symmetric)
+                loss = (h * w_h).sum()
+            if distances:
+                loss = loss + (d_forget * w_f).sum() + d_input.pow(2).sum()
+            grads.append(torch.autograd.grad(loss, args))
+    for name, got, want in zip(["x", "weight_ih", "bias", "weight_hh"], *grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=lambda m: f"gradient of {name}: {m}")
 
 
 @compiled_only

@@ -7,6 +7,10 @@
  * and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
  * this file replaces the dozen small tensor operations that follow it at every step.
  *
+ * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient of onlstm_function.py's
+ * _Layer.backward, which stays the PyTorch fallback): the recurrent product into dL/dh and the three big products
+ * at the end stay in PyTorch.
+ *
  * Why compiled: PyTorch runs each of those operations as a separate pass over memory, and at NER shapes (32 rows x
  * 256 neurons) each pass is short enough for the fixed cost of an operation to dominate. Here one pass per row does
  * all of it. The exponential is a polynomial written so that the compiler vectorises the loops (a scalar expf per
@@ -173,6 +177,100 @@ EXPORT CLONES int onlstm_step(const layer *x, int64_t t, int64_t rows) {
             } else {
                 neurons(H, ao, ac, ai, af, mi, mf, cp, cn, h);
             }
+        }
+    }
+    return 0;
+}
+
+/* What the backward of one step reads and writes. Must match _GradContext in fused_step.py field for field. */
+typedef struct {
+    int64_t dirs, hidden, levels, chunk, symmetric;
+    float *scratch;   /* 4 * hidden + 4 * levels floats */
+    strided d_h;      /* [H] dL/dh_t, the recurrent part included */
+    strided act;      /* [2L | o | sigmoid(2g) | 1 - i | 1 - f], as the forward left them */
+    strided tanh_c;   /* [H] */
+    strided cells;    /* [2H] 2 c^_t, 2 c_{t-1} */
+    strided eff;      /* [2H] eff_in, eff_forget */
+    strided omega;    /* [L] */
+    strided master;   /* [2L] i~, f~ */
+    strided prob;     /* [2L] p_i, p_f */
+    strided d_const;  /* [2L] added to dL/d(master logits) (the distances' share); base NULL: none */
+    strided d_pre;    /* [2L | H | H | H | H] out: dL/d(pre-activations) */
+    strided carry;    /* [H] in: dL/dc_t from step t + 1; out: dL/dc_{t-1} (st = 0: updated in place) */
+} layer_grad;
+
+/* dL/dz of a softmax p = softmax(z) from g = dL/dp, plus `add` (NULL: nothing) */
+INLINE void softmax_backward(int64_t L, const float *restrict p, const float *restrict g, const float *add,
+                             float *restrict dz) {
+    float dot = 0.0f;
+    for (int64_t l = 0; l < L; l++) dot += p[l] * g[l];
+    for (int64_t l = 0; l < L; l++) dz[l] = p[l] * (g[l] - dot) + (add ? add[l] : 0.0f);
+}
+
+/* Step t's backward on the first `rows` rows; rows below `carry_rows` add dL/dc_t from step t + 1. Returns 0. */
+EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t rows, int64_t carry_rows) {
+    const int64_t H = x->hidden, L = x->levels, C = x->chunk;
+    float *w_of = x->scratch, *s_in = w_of + H, *s_forget = s_in + H, *s_bar = s_forget + H;
+    float *g = s_bar + H, *sums = g + 2 * L;
+    for (int64_t k = 0; k < x->dirs; k++) {
+        for (int64_t r = 0; r < rows; r++) {
+            const float *dh = AT(x->d_h, t, k, r), *a = AT(x->act, t, k, r), *tanh_c = AT(x->tanh_c, t, k, r);
+            const float *cell = AT(x->cells, t, k, r), *eff = AT(x->eff, t, k, r);
+            const float *omega = AT(x->omega, t, k, r), *m = AT(x->master, t, k, r), *p = AT(x->prob, t, k, r);
+            float *d = AT(x->d_pre, t, k, r), *carry = AT(x->carry, t, k, r);
+            const float *o = a + 2 * L, *not_i = o + 2 * H, *not_f = o + 3 * H;
+            float *d_out = d + 2 * L, *d_cand = d_out + H, *d_in = d_out + 2 * H, *d_forget = d_out + 3 * H;
+            const int carried = r < carry_rows;
+            for (int64_t l = 0; l < L; l++)
+                for (int64_t j = 0; j < C; j++) w_of[l * C + j] = omega[l];
+            for (int64_t j = 0; j < H; j++) {
+                float d_tc = dh[j] * o[j], u = d_tc * tanh_c[j];
+                d_out[j] = u * (1.0f - o[j]);
+                float dc = d_tc - u * tanh_c[j] + (carried ? carry[j] : 0.0f); /* dL/dc_t */
+                float c_hat = 0.5f * cell[j];
+                float de_in = dc * c_hat, de_forget = 0.5f * dc * cell[H + j]; /* dL/d eff_in, dL/d eff_forget */
+                float d_c_hat = dc * eff[j];
+                carry[j] = dc * eff[H + j];
+                d_cand[j] = d_c_hat * (1.0f - c_hat * c_hat);
+                float w = w_of[j], si = not_i[j], sf = not_f[j];
+                d_in[j] = de_in * w * si * (1.0f - si);
+                d_forget[j] = de_forget * w * sf * (1.0f - sf);
+                s_in[j] = de_in;
+                s_forget[j] = de_forget;
+                s_bar[j] = de_in * si + de_forget * sf;
+            }
+            /* per level: sums over its C neurons, then dL/d[i~, f~] (eff = [i~, f~] - i~ f~ (1 - [i, f])) */
+            for (int64_t l = 0; l < L; l++) {
+                float a_in = 0.0f, a_forget = 0.0f, a_bar = 0.0f;
+                for (int64_t j = l * C; j < (l + 1) * C; j++) {
+                    a_in += s_in[j];
+                    a_forget += s_forget[j];
+                    a_bar += s_bar[j];
+                }
+                sums[l] = a_in - m[L + l] * a_bar;         /* dL/d i~_l */
+                sums[L + l] = a_forget - m[l] * a_bar;     /* dL/d f~_l */
+            }
+            /* dL/dp through the cumulative sums: f~ = cumsum(p_f), so dL/dp_f = reverse cumsum of dL/df~; paper
+             * i~ = 1 - cumsum(p_i): minus its reverse cumsum; symmetric i~ = reverse cumsum of p_i: its cumsum */
+            float run_f = 0.0f, run_i = 0.0f;
+            for (int64_t l = L - 1; l >= 0; l--) {
+                run_f += sums[L + l];
+                g[L + l] = run_f;
+            }
+            if (x->symmetric) {
+                for (int64_t l = 0; l < L; l++) {
+                    run_i += sums[l];
+                    g[l] = run_i;
+                }
+            } else {
+                for (int64_t l = L - 1; l >= 0; l--) {
+                    run_i += sums[l];
+                    g[l] = -run_i;
+                }
+            }
+            const float *add = x->d_const.base ? AT(x->d_const, t, k, r) : NULL;
+            softmax_backward(L, p, g, add, d);
+            softmax_backward(L, p + L, g + L, add ? add + L : NULL, d + L);
         }
     }
     return 0;

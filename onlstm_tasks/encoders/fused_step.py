@@ -7,7 +7,7 @@ its per-step element-wise work through it: the library was built and loads, the 
 the same conventions and are tested against each other and against the reference cell.
 
 The recurrent matrix product of each step stays a PyTorch call; only the dozen element-wise operations after it
-become one C call, through ctypes with a prepared argument block, so that building needs no PyTorch headers and
+(and, in the backward, the twenty before the next product) become one C call, through ctypes with a prepared argument block, so that building needs no PyTorch headers and
 no compile happens at import.
 """
 
@@ -45,6 +45,17 @@ class _Context(ctypes.Structure):
     ]
 
 
+class _GradContext(ctypes.Structure):
+    """The C ``layer_grad`` struct, field for field."""
+
+    _fields_ = [
+        ("dirs", ctypes.c_int64), ("hidden", ctypes.c_int64), ("levels", ctypes.c_int64),
+        ("chunk", ctypes.c_int64), ("symmetric", ctypes.c_int64), ("scratch", ctypes.c_void_p),
+        *((name, _Strided) for name in ("d_h", "act", "tanh_c", "cells", "eff", "omega", "master", "prob",
+                                        "d_const", "d_pre", "carry")),
+    ]
+
+
 def _load() -> ctypes.CDLL | None:
     spec = importlib.util.find_spec(f"{__package__}._onlstm_step")
     if spec is None or not spec.origin:
@@ -57,6 +68,8 @@ def _load() -> ctypes.CDLL | None:
         return None
     lib.onlstm_step.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_step.restype = ctypes.c_int
+    lib.onlstm_step_backward.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+    lib.onlstm_step_backward.restype = ctypes.c_int
     return lib
 
 
@@ -85,38 +98,66 @@ def switched(on: bool) -> Iterator[None]:
         _enabled = before
 
 
-def strided(buf: torch.Tensor, per_step: bool = True) -> _Strided:
-    """A [K, T, B, ...] buffer (or [K, B, ...] reused at every step, ``per_step=False``) whose trailing dimensions
-    are contiguous, as the C code reads it."""
-    if per_step:
+def strided(buf: torch.Tensor) -> _Strided:
+    """The C view of a [K, T, B, n] buffer (per step t, direction k, row r: n contiguous values), or of a [K, B, n]
+    one that every step reuses."""
+    if buf.dtype != torch.float32 or buf.device.type != "cpu" or buf.stride(-1) != 1:
+        raise ValueError(f"the compiled step reads float32 CPU buffers with a contiguous last dimension, got {buf.dtype} "
+                         f"on {buf.device} with strides {buf.stride()}")
+    if buf.dim() == 4:
         k, t, r = buf.stride()[:3]
-    else:
+    elif buf.dim() == 3:
         (k, r), t = buf.stride()[:2], 0
+    else:
+        raise ValueError(f"expected a [K, T, B, n] or [K, B, n] buffer, got shape {tuple(buf.shape)}")
     return _Strided(buf.data_ptr(), t, k, r)
 
 
 class FusedSteps:
     """The compiled step bound to one layer's buffers: ``steps(t, rows)`` runs step t on the first ``rows`` rows.
 
-    ``c_slots``: the cell buffers the steps read and write, as ``(c_prev, c_new)`` pairs of :func:`strided` views
-    for even and odd steps (one pair when the views are per step). The tensors must stay alive while this is used
-    (the caller holds them); the C code keeps only their addresses.
+    Buffers as the C struct ``layer`` names them, each [K, T, B, n] or [K, B, n] (see :func:`strided`); ``c_slots``
+    the ``(c_prev, c_new)`` cell buffers of even and odd steps (one pair when they are per step); ``saved`` the five
+    buffers the backward reads, or None. This object holds on to every buffer, since the C code keeps only their
+    addresses.
     """
 
-    def __init__(self, *, dirs: int, hidden: int, levels: int, symmetric: bool, act: _Strided, h: _Strided,
-                 master: _Strided, c_slots: list[tuple[_Strided, _Strided]], scratch: torch.Tensor,
-                 saved: dict[str, _Strided] | None = None):
-        if scratch.numel() < 2 * hidden + 2 * levels or not scratch.is_contiguous():
-            raise ValueError("scratch must be contiguous with at least 2 * hidden + 2 * levels elements")
-        self._scratch = scratch
-        self._contexts = []
-        for c_prev, c_new in c_slots:
-            ctx = _Context(dirs=dirs, hidden=hidden, levels=levels, chunk=hidden // levels, symmetric=int(symmetric),
-                           scratch=scratch.data_ptr(), act=act, h=h, c_prev=c_prev, c_new=c_new, master=master,
-                           save=int(saved is not None), **(saved or {}))
-            self._contexts.append(ctx)
+    def __init__(self, *, hidden: int, levels: int, symmetric: bool, act: torch.Tensor, h: torch.Tensor,
+                 master: torch.Tensor, c_slots: list[tuple[torch.Tensor, torch.Tensor]],
+                 saved: dict[str, torch.Tensor] | None = None):
+        self._scratch = act.new_empty(2 * hidden + 2 * levels)
+        self._buffers = (act, h, master, c_slots, saved)
+        views = {name: strided(buf) for name, buf in (saved or {}).items()}
+        self._contexts = [
+            _Context(dirs=act.size(0), hidden=hidden, levels=levels, chunk=hidden // levels, symmetric=int(symmetric),
+                     scratch=self._scratch.data_ptr(), act=strided(act), h=strided(h), c_prev=strided(c_prev),
+                     c_new=strided(c_new), master=strided(master), save=int(saved is not None), **views)
+            for c_prev, c_new in c_slots
+        ]
         self._refs = [ctypes.byref(ctx) for ctx in self._contexts]
         self._step = _LIB.onlstm_step
 
     def __call__(self, t: int, rows: int) -> None:
         self._step(self._refs[t % len(self._refs)], t, rows)
+
+
+class FusedBackwardSteps:
+    """The compiled backward of a step bound to one layer's buffers: ``steps(t, rows, carry_rows)`` writes
+    dL/d(pre-activations) of step t's first ``rows`` rows, the first ``carry_rows`` of which receive dL/dc_t from
+    step t + 1 through ``carry`` [K, B, H] (updated in place to dL/dc_{t-1}). Buffers as the C struct
+    ``layer_grad`` names them (``d_const=None``: no constant share); held on to as in :class:`FusedSteps`."""
+
+    def __init__(self, *, hidden: int, levels: int, symmetric: bool, d_const: torch.Tensor | None,
+                 **buffers: torch.Tensor):
+        self._scratch = buffers["d_pre"].new_empty(4 * hidden + 4 * levels)
+        self._buffers = (buffers, d_const)
+        views = {name: strided(buf) for name, buf in buffers.items()}
+        self._context = _GradContext(dirs=buffers["d_pre"].size(0), hidden=hidden, levels=levels,
+                                     chunk=hidden // levels, symmetric=int(symmetric),
+                                     scratch=self._scratch.data_ptr(),
+                                     d_const=_Strided(None, 0, 0, 0) if d_const is None else strided(d_const), **views)
+        self._ref = ctypes.byref(self._context)
+        self._step = _LIB.onlstm_step_backward
+
+    def __call__(self, t: int, rows: int, carry_rows: int) -> None:
+        self._step(self._ref, t, rows, carry_rows)

@@ -297,20 +297,124 @@ def _fused_steps(layer: _Layer, acts, h, masters):
     """The element-wise work of step t as one call of the compiled step (see :mod:`.fused_step`); ``fn(t)`` as
     :func:`_torch_steps`, writing the same buffers."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
-    strided = fused_step.strided
     if layer.save:
         acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
-        c_slots = [(strided(cells[..., 1, :]), strided(cells[:, 1:, :, 1]))]
-        saved = dict(prob=strided(probs), c_hat=strided(cells[..., 0, :]), omega=strided(omega), eff=strided(eff),
-                     tanh_c=strided(tanh_c))
-    else:
-        slots = [strided(slot, per_step=False) for slot in layer.cells[..., 1, :].unbind(0)]
+        c_slots = [(cells[..., 1, :], cells[:, 1:, :, 1])]
+        saved = dict(prob=probs.flatten(-2), c_hat=cells[..., 0, :], omega=omega, eff=eff.flatten(-2),
+                     tanh_c=tanh_c)
+    else:  # two slots [K, B, H], one written while the other is read
+        slots = layer.cells[..., 1, :].unbind(0)
         c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
-    steps_fn = fused_step.FusedSteps(
-        dirs=dirs, hidden=hidden, levels=levels, symmetric=layer.symmetric, act=strided(acts), h=strided(h),
-        master=strided(masters), c_slots=c_slots, scratch=acts.new_empty(2 * hidden + 2 * levels), saved=saved)
+    steps_fn = fused_step.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
+                                     master=masters.flatten(-2), c_slots=c_slots, saved=saved)
     rows_at = layer.rows_at
     return lambda t: steps_fn(t, rows_at[t])
+
+
+def _torch_backward_steps(layer: _Layer, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+    """The element-wise backward of step t as PyTorch operations on whole-batch views: ``fn(t)``, run in reverse
+    order of t once ``d_h[:, t]`` holds all of dL/dh_t; writes ``d_pre[:, t]``. ``d_logits_const``: the distances'
+    share of dL/d(master logits) [K, T, B, 2, L] or None; ``k`` [2, L, L] maps dL/d[i~, f~] to dL/d[p_i, p_f]."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    seg, dtype = layer.segments, d_h.dtype
+    acts, masters, probs, cells, tanh_c, eff, omega = saved
+    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    if d_logits_const is not None:
+        d_logits_const = _per_step(d_logits_const, seg, fn=_pair_first)
+    pair_first = _pair_first
+    d_hs = _per_step(d_h, seg)
+    d_outs, d_cands = _per_step(d_pre[..., m0:o0], seg), _per_step(d_pre[..., o0:c0], seg)
+    d_in_forgets = _per_step(d_pre[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
+    d_master_logits = _per_step(d_pre[..., :m0].unflatten(-1, (2, levels)), seg, fn=pair_first)
+    out_gates, tcs = _per_step(acts[..., m0:o0], seg), _per_step(tanh_c, seg)
+    c_hats = _per_step(cells[..., 0, :], seg)
+    cells_r = _per_step(cells.unflatten(-1, (levels, chunk)), seg, fn=pair_first)  # [c^_t, c_{t-1}]
+    effs_r = _per_step(eff.unflatten(-1, (levels, chunk)), seg, fn=pair_first)
+    one_minus_if_r = _per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
+    # the cell buffer holds 2 c and 2 c^, so products with it are twice dL/d eff: halve w and the chunk sums
+    omegas_r = _per_step((omega * 0.5)[:, :, :, None, :, None], seg, fn=lambda b: b.transpose(2, 3))
+    flipped_r = _per_step(masters.flip(-2), seg, fn=pair_first)  # [f~, i~]
+    ps_r = _per_step(probs, seg, fn=pair_first)
+    # per step, d_eff = dL/d[eff_in, eff_forget] and d_eff (1 - [i, f]) side by side, summed over each chunk in
+    # one matrix-vector product (far cheaper than reductions over a last dimension of size C)
+    scratch, halves = d_h.new_empty(4 * dirs * batch * hidden), d_h.new_full((chunk,), 0.5)
+    sums_buf, d_c_chat = d_h.new_empty(4 * dirs * batch * levels), d_h.new_empty(dirs, 2, batch, hidden)
+    per_rows = {}
+    for rows, start, end in seg:
+        pair = scratch[: 4 * dirs * rows * hidden].view(2, dirs, 2, rows, levels, chunk)
+        prod = d_c_chat[:, :, :rows]  # [dL/dc^, dL/dc_{t-1}]
+        per_rows[rows] = (*pair.unbind(0), pair.view(-1, chunk), sums_buf[: 4 * dirs * rows * levels],
+                          sums_buf[: 4 * dirs * rows * levels].view(2, dirs, 2, rows, levels),
+                          prod.unflatten(-1, (levels, chunk)), *prod.unbind(1))
+
+    rows_at = layer.rows_at
+    carry = grad_c_last  # dL/dc_t of the rows running at t + 1 (after the last step: of every row)
+
+    def step(t: int) -> None:
+        nonlocal carry
+        n = rows_at[t]
+        dh = d_hs[t]
+        o, tc = out_gates[t], tcs[t]
+        d_tc = dh * o
+        u = d_tc * tc
+        torch.addcmul(u, u, o, value=-1.0, out=d_outs[t])  # dh tanh(c) o (1 - o)
+        if carry is not None:
+            if carry.size(1) == n:
+                d_tc += carry
+            else:
+                d_tc[:, : carry.size(1)] += carry
+        dc = d_tc.addcmul_(u, tc, value=-1.0).view(dirs, 1, n, levels, chunk)  # + dh o (1 - tanh(c)^2)
+        d_eff, d_eff_bar, pair, sums_flat, sums, prod, d_chat, carry = per_rows[n]  # views of scratch buffers
+        torch.mul(dc, cells_r[t], out=d_eff)  # 2 dL/d[eff_in, eff_forget], [K, 2, n, L, C]
+        torch.mul(dc, effs_r[t], out=prod)  # dL/dc^, dL/dc_{t-1}
+        c_hat2 = c_hats[t]
+        torch.addcmul(d_chat, d_chat * c_hat2, c_hat2, value=-0.25, out=d_cands[t])  # tanh'
+        s_bar = one_minus_if_r[t]
+        torch.mul(d_eff, s_bar, out=d_eff_bar)
+        r = d_eff_bar * omegas_r[t]
+        torch.addcmul(r, r, s_bar, value=-1.0, out=d_in_forgets[t])  # d_eff w s (1 - s)
+        torch.mv(pair, halves, out=sums_flat)  # [sum over C of d_eff, of d_eff (1 - [i, f])]
+        # eff = [i~, f~] - w (1 - [i, f]) with w = i~ f~
+        dm = torch.addcmul(sums[0], flipped_r[t], sums[1].sum(1, keepdim=True), value=-1.0)  # dL/d[i~, f~]
+        d_logits = torch._softmax_backward_data(torch.matmul(dm, k), ps_r[t], 3, dtype)
+        if d_logits_const is None:
+            d_master_logits[t].copy_(d_logits)
+        else:
+            torch.add(d_logits, d_logits_const[t], out=d_master_logits[t])
+
+    return step
+
+
+def _fused_backward_steps(layer: _Layer, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+    """:func:`_torch_backward_steps` as one call of the compiled step's backward per step."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    acts, masters, probs, cells, tanh_c, eff, omega = saved
+    carry = d_h.new_empty(dirs, batch, hidden)  # dL/dc, updated in place from step to step
+    if grad_c_last is not None:
+        carry.copy_(grad_c_last)
+    backward = fused_step.FusedBackwardSteps(
+        hidden=hidden, levels=levels, symmetric=layer.symmetric, d_h=d_h, act=acts, tanh_c=tanh_c,
+        cells=cells.flatten(-2), eff=eff.flatten(-2), omega=omega, master=masters.flatten(-2),
+        prob=probs.flatten(-2), d_pre=d_pre, carry=carry,
+        d_const=None if d_logits_const is None else d_logits_const.flatten(-2))
+    rows_at, stop = layer.rows_at, layer.stop
+    last_carry = batch if grad_c_last is not None else 0
+    return lambda t: backward(t, rows_at[t], rows_at[t + 1] if t + 1 < stop else last_carry)
+
+
+def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, segments) -> None:
+    """``acts = x @ w_t + bias`` ([K, T, B, G] from x [K, T, B, D]) at the (step, row) pairs the runs of steps
+    compute; elsewhere ``acts`` keeps what it held. With ragged rows this skips most padded positions (a third of
+    the product at NER's mixed lengths), as a packed sequence does."""
+    dirs, gates = acts.size(0), acts.size(-1)
+    if len(segments) == 1 and segments[0][0] == x.size(2):  # one run over every row: one product, in place
+        rows, start, stop = segments[0]
+        torch.baddbmm(bias, x[:, start:stop].reshape(dirs, -1, x.size(-1)), w_t,
+                      out=acts[:, start:stop].view(dirs, -1, gates))
+        return
+    for rows, start, stop in segments:
+        block = torch.baddbmm(bias, x[:, start:stop, :rows].reshape(dirs, -1, x.size(-1)), w_t)
+        acts[:, start:stop, :rows] = block.view(dirs, stop - start, rows, gates)
 
 
 class _Layer:
@@ -344,8 +448,7 @@ class _Layer:
         scale[c0:] = -1.0
         w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
         acts = new(dirs, steps, batch, gates)  # pre-activations from the input, then every step's activations
-        torch.baddbmm((bias * scale[:, 0]).unsqueeze(1), x.reshape(dirs, -1, x.size(-1)),
-                      (weight_ih * scale).transpose(1, 2), out=acts.view(dirs, -1, gates))
+        _project(acts, x, (weight_ih * scale).transpose(1, 2), (bias * scale[:, 0]).unsqueeze(1), seg)
         h = new(dirs, steps, batch, hidden)
         masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
         if save:  # everything the backward reads
@@ -390,8 +493,7 @@ class _Layer:
         is dropped."""
         dirs, steps, batch, gates, hidden, levels, chunk = self.shape
         seg, stop, valid = self.segments, self.stop, self.valid
-        acts, masters, probs, cells, tanh_c, eff, omega = saved
-        m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+        probs = saved[2]
         dtype, device = h.dtype, h.device
 
         d_pre = h.new_empty(dirs, steps, batch, gates)
@@ -417,67 +519,14 @@ class _Layer:
             if valid is not None:
                 g = g * valid[..., None]
             d_logits_const = torch._softmax_backward_data(g.unsqueeze(-1) * k.sum(1), probs, 4, dtype)
-            d_logits_const = _per_step(d_logits_const, seg, fn=_pair_first)
 
-        pair_first = _pair_first
+        elementwise = (_fused_backward_steps if fused_step.usable(h) else _torch_backward_steps)(
+            self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
         d_hs, d_pres = _per_step(d_h, seg), _per_step(d_pre, seg)
-        d_outs, d_cands = _per_step(d_pre[..., m0:o0], seg), _per_step(d_pre[..., o0:c0], seg)
-        d_in_forgets = _per_step(d_pre[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
-        d_master_logits = _per_step(d_pre[..., :m0].unflatten(-1, (2, levels)), seg, fn=pair_first)
-        out_gates, tcs = _per_step(acts[..., m0:o0], seg), _per_step(tanh_c, seg)
-        c_hats = _per_step(cells[..., 0, :], seg)
-        cells_r = _per_step(cells.unflatten(-1, (levels, chunk)), seg, fn=pair_first)  # [c^_t, c_{t-1}]
-        effs_r = _per_step(eff.unflatten(-1, (levels, chunk)), seg, fn=pair_first)
-        one_minus_if_r = _per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
-        # the cell buffer holds 2 c and 2 c^, so products with it are twice dL/d eff: halve w and the chunk sums
-        omegas_r = _per_step((omega * 0.5)[:, :, :, None, :, None], seg, fn=lambda b: b.transpose(2, 3))
-        flipped_r = _per_step(masters.flip(-2), seg, fn=pair_first)  # [f~, i~]
-        ps_r = _per_step(probs, seg, fn=pair_first)
-        # per step, d_eff = dL/d[eff_in, eff_forget] and d_eff (1 - [i, f]) side by side, summed over each chunk in
-        # one matrix-vector product (far cheaper than reductions over a last dimension of size C)
-        scratch, halves = h.new_empty(4 * dirs * batch * hidden), h.new_full((chunk,), 0.5)
-        sums_buf, d_c_chat = h.new_empty(4 * dirs * batch * levels), h.new_empty(dirs, 2, batch, hidden)
-        per_rows = {}
-        for rows, start, end in seg:
-            pair = scratch[: 4 * dirs * rows * hidden].view(2, dirs, 2, rows, levels, chunk)
-            prod = d_c_chat[:, :, :rows]  # [dL/dc^, dL/dc_{t-1}]
-            per_rows[rows] = (*pair.unbind(0), pair.view(-1, chunk), sums_buf[: 4 * dirs * rows * levels],
-                              sums_buf[: 4 * dirs * rows * levels].view(2, dirs, 2, rows, levels),
-                              prod.unflatten(-1, (levels, chunk)), *prod.unbind(1))
-
         rows_at = self.rows_at
-        carry = grad_c_last  # dL/dc_t of the rows running at t + 1 (after the last step: of every row)
         for t in reversed(range(stop)):
-            n = rows_at[t]
-            dh = d_hs[t]
-            if t + 1 < stop:
-                n_next = rows_at[t + 1]
-                (dh if n_next == n else dh[:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
-            o, tc = out_gates[t], tcs[t]
-            d_tc = dh * o
-            u = d_tc * tc
-            torch.addcmul(u, u, o, value=-1.0, out=d_outs[t])  # dh tanh(c) o (1 - o)
-            if carry is not None:
-                if carry.size(1) == n:
-                    d_tc += carry
-                else:
-                    d_tc[:, : carry.size(1)] += carry
-            dc = d_tc.addcmul_(u, tc, value=-1.0).view(dirs, 1, n, levels, chunk)  # + dh o (1 - tanh(c)^2)
-            d_eff, d_eff_bar, pair, sums_flat, sums, prod, d_chat, carry = per_rows[n]  # views of scratch buffers
-            torch.mul(dc, cells_r[t], out=d_eff)  # 2 dL/d[eff_in, eff_forget], [K, 2, n, L, C]
-            torch.mul(dc, effs_r[t], out=prod)  # dL/dc^, dL/dc_{t-1}
-            c_hat2 = c_hats[t]
-            torch.addcmul(d_chat, d_chat * c_hat2, c_hat2, value=-0.25, out=d_cands[t])  # tanh'
-            s_bar = one_minus_if_r[t]
-            torch.mul(d_eff, s_bar, out=d_eff_bar)
-            r = d_eff_bar * omegas_r[t]
-            torch.addcmul(r, r, s_bar, value=-1.0, out=d_in_forgets[t])  # d_eff w s (1 - s)
-            torch.mv(pair, halves, out=sums_flat)  # [sum over C of d_eff, of d_eff (1 - [i, f])]
-            # eff = [i~, f~] - w (1 - [i, f]) with w = i~ f~
-            dm = torch.addcmul(sums[0], flipped_r[t], sums[1].sum(1, keepdim=True), value=-1.0)  # dL/d[i~, f~]
-            d_logits = torch._softmax_backward_data(torch.matmul(dm, k), ps_r[t], 3, dtype)
-            if d_logits_const is None:
-                d_master_logits[t].copy_(d_logits)
-            else:
-                torch.add(d_logits, d_logits_const[t], out=d_master_logits[t])
+            if t + 1 < stop:  # the recurrent part of dL/dh_t
+                n, n_next = rows_at[t], rows_at[t + 1]
+                (d_hs[t] if n_next == n else d_hs[t][:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
+            elementwise(t)
         return d_pre
