@@ -1,7 +1,7 @@
 """Times our batched Viterbi (CRF.decode) against pytorch-crf's decode on the same inputs.
 
     python scripts/benchmark_crf.py [--batch 32] [--length 40] [--min-length 40] [--tags 37] [--repeats 50]
-                                    [--threads N]
+                                    [--threads N] [--device cuda]
 
 Both decoders run unconstrained on identical emissions/masks (row lengths drawn from [--min-length, --length],
 one row always full length; by default every row is full length); the paths are asserted identical before timing.
@@ -26,16 +26,19 @@ import torch
 from onlstm_tasks.modules import CRF
 
 
-def interleaved_timings(fns, repeats: int, warmup: int = 5) -> list[dict[str, list[float]]]:
-    """Wall and CPU seconds per call of each function, alternating between them."""
+def interleaved_timings(fns, repeats: int, warmup: int = 5, sync=lambda: None) -> list[dict[str, list[float]]]:
+    """Wall and CPU seconds per call of each function, alternating between them; ``sync`` (a GPU's
+    synchronisation) runs inside each timing."""
     for _ in range(warmup):
         for fn in fns:
             fn()
+    sync()
     out = [{"wall": [], "cpu": []} for _ in fns]
     for _ in range(repeats):
         for fn, times in zip(fns, out):
             wall, cpu = time.perf_counter(), time.process_time()
             fn()
+            sync()
             times["cpu"].append(time.process_time() - cpu)
             times["wall"].append(time.perf_counter() - wall)
     return out
@@ -59,30 +62,35 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                        help="where to run (default: the GPU when there is one; read the wall clock there)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
-    crf = CRF(args.tags)
-    emissions = torch.randn(args.batch, args.length, args.tags)
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    crf = CRF(args.tags).to(device)
+    emissions = torch.randn(args.batch, args.length, args.tags, device=device)
     min_length = args.length if args.min_length is None else args.min_length
     lengths = torch.randint(min_length, args.length + 1, (args.batch,))
     lengths[0] = args.length
-    mask = torch.arange(args.length)[None, :] < lengths[:, None]
+    mask = (torch.arange(args.length)[None, :] < lengths[:, None]).to(device)
 
     ours = crf.decode(emissions, mask)
     theirs = crf.crf.decode(emissions, mask)
     assert [row[:n].tolist() for row, n in zip(ours, lengths.tolist())] == theirs, "paths differ"
 
-    print(f"machine: {platform.platform()} | {cpu_name()} | os.cpu_count={os.cpu_count()} | "
-          f"torch {torch.__version__} threads={torch.get_num_threads()}")
+    gpu = f" | GPU {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""
+    print(f"machine: {platform.platform()} | {cpu_name()}{gpu} | os.cpu_count={os.cpu_count()} | "
+          f"torch {torch.__version__} threads={torch.get_num_threads()} | device {device}")
     print(f"shape: batch={args.batch} length={args.length} tags={args.tags} (lengths {int(lengths.min())}.."
           f"{int(lengths.max())}), repeats={args.repeats}; paths identical")
     for context_name, context in (("inference_mode", torch.inference_mode), ("autograd on", contextlib.nullcontext)):
         with context():
             t_ours, t_theirs = interleaved_timings(
-                [lambda: crf.decode(emissions, mask), lambda: crf.crf.decode(emissions, mask)], args.repeats)
+                [lambda: crf.decode(emissions, mask), lambda: crf.crf.decode(emissions, mask)], args.repeats, sync=sync)
         print(f"[{context_name}]")
         for clock in ("wall", "cpu"):
             a, b = t_ours[clock], t_theirs[clock]

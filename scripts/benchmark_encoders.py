@@ -1,6 +1,6 @@
 """Encoder speed at NER shapes: ON-LSTM vs nn.LSTM (and the plain reference cell), as ratios from one run.
 
-    python scripts/benchmark_encoders.py [--quick] [--threads 1] [--clock cpu] [--batch 32 --length 40 ...]
+    python scripts/benchmark_encoders.py [--quick] [--threads 1] [--clock cpu] [--device cuda] [--batch 32 ...]
 
 For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
 it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
@@ -20,7 +20,8 @@ ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the c
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its time loop in
-Python over whole-batch tensor operations. Not a test: numbers go in issue notes.
+Python, one recurrent product and one compiled element-wise call per step (or a dozen PyTorch operations, the
+``loop`` column). Not a test: numbers go in issue notes.
 """
 
 from __future__ import annotations
@@ -44,15 +45,20 @@ from onlstm_tasks.encoders.reference import reference_encode
 
 def interleaved_medians(fns: list[Callable[[], None]], repeats: int, warmup: int = 2,
                         clock: Callable[[], float] = time.perf_counter) -> list[float]:
-    """Median milliseconds of each of ``fns``, timed in turns so that background load hits all alike."""
+    """Median milliseconds of each of ``fns``, timed in turns so that background load hits all alike. On a GPU
+    each call is followed by a synchronisation (inside the timing), so that the time is the kernels', not the
+    launch's."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     for _ in range(warmup):
         for fn in fns:
             fn()
+    sync()
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, ts in zip(fns, times):
             start = clock()
             fn()
+            sync()
             ts.append((clock() - start) * 1000)
     return [statistics.median(ts) for ts in times]
 
@@ -64,7 +70,8 @@ def machine() -> str:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return (f"{cpu}; {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+    gpu = f"; GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    return (f"{cpu}{gpu}; {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads, "
             f"Python {platform.python_version()}")
 
 
@@ -110,8 +117,9 @@ def encoder_table(args, x, masks, repeats, clock) -> None:
     print("-" * len(header))
     for bi, layers, mask_name, grad in itertools.product((False, True), (1, 2), masks, (False, True)):
         torch.manual_seed(1)
-        lstm = nn.LSTM(args.input, args.hidden, num_layers=layers, bidirectional=bi, batch_first=True).train(grad)
-        enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).train(grad)
+        lstm = nn.LSTM(args.input, args.hidden, num_layers=layers, bidirectional=bi, batch_first=True)
+        lstm = lstm.to(x.device).train(grad)
+        enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).to(x.device).train(grad)
         mask = masks[mask_name]
         contenders = [lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad, compiled=True if both else None)]
         if both:
@@ -130,10 +138,10 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
     print("\nDropConnect (p=0.3) in training, forward+backward: ON-LSTM with vs without")
     for bi, layers, mask_name in ((False, 1, "full"), (True, 2, "mixed")):
         torch.manual_seed(1)
-        off = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).train()
+        off = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).to(x.device).train()
         on = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi, dropconnect=0.3)
         on.load_state_dict(off.state_dict())
-        on.train()
+        on.to(x.device).train()
         mask = masks[mask_name]
         t_off, t_on = interleaved_medians([onlstm_step(off, x, mask, True), onlstm_step(on, x, mask, True)],
                                           2 * repeats, clock=clock)
@@ -145,8 +153,8 @@ def reference_lines(args, x, mask, repeats, clock) -> None:
     """The plain reference cell (one sentence and one step at a time) against nn.LSTM, one configuration."""
     print("\nreference cell (uni, 1 layer, full mask; one sentence and one step at a time)")
     torch.manual_seed(1)
-    lstm = nn.LSTM(args.input, args.hidden, batch_first=True)
-    enc = ONLSTM(args.input, args.hidden, args.chunk)
+    lstm = nn.LSTM(args.input, args.hidden, batch_first=True).to(x.device)
+    enc = ONLSTM(args.input, args.hidden, args.chunk).to(x.device)
 
     def reference(grad: bool) -> Callable[[], None]:
         def step() -> None:
@@ -186,13 +194,13 @@ def family_lines(args, x, mask, repeats, clock) -> None:
     The Tree-LSTM reads a right-branching chain as its gold tree (its cost depends on the tree's height)."""
     print("\nencoder family (bidirectional, 1 layer, mixed lengths): ms per batch and ratio to nn.LSTM")
     lengths = mask.sum(1)
-    steps = torch.arange(x.size(1))
+    steps = torch.arange(x.size(1), device=x.device)
     chain = torch.where(steps[None] + 1 < lengths[:, None], steps[None] + 1, steps[None]).expand(x.size(0), -1)
     torch.manual_seed(1)
-    lstm = nn.LSTM(args.input, args.hidden, bidirectional=True, batch_first=True)
+    lstm = nn.LSTM(args.input, args.hidden, bidirectional=True, batch_first=True).to(x.device)
     print(f"{'encoder':<33}{'inference':>10}{'ratio':>8}{'fwd+bwd':>10}{'ratio':>8}")
     for name, build in family().items():
-        enc = build(args.input, args.hidden)
+        enc = build(args.input, args.hidden).to(x.device)
         cells = []
         for grad in (False, True):
             enc.train(grad)
@@ -222,27 +230,33 @@ def main() -> None:
     ap.add_argument("--reference-repeats", type=int, default=1)
     ap.add_argument("--family", action="store_true", help="time the LSTM family even with --quick")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                    help="where to run (default: the GPU when there is one)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time, or this process's CPU time (steadier on a busy machine; with several threads "
                          "it adds up their times)")
     args = ap.parse_args()
+    if args.device != "cpu" and args.clock == "cpu":
+        ap.error("--clock cpu measures this process's CPU time, which says nothing about a GPU: use --clock wall")
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     if args.threads:
         torch.set_num_threads(args.threads)
     repeats = 5 if args.quick else args.repeats
     torch.manual_seed(0)
-    x = torch.randn(args.batch, args.length, args.input)
+    device = torch.device(args.device)
+    x = torch.randn(args.batch, args.length, args.input, device=device)
     # mixed lengths: uniform in [length/4, length], one row full
     lengths = torch.randint(args.length // 4, args.length + 1, (args.batch,))
     lengths[0] = args.length
     masks = {
-        "full": torch.ones(args.batch, args.length, dtype=torch.bool),
-        "mixed": torch.arange(args.length)[None, :] < lengths[:, None],
+        "full": torch.ones(args.batch, args.length, dtype=torch.bool, device=device),
+        "mixed": (torch.arange(args.length)[None, :] < lengths[:, None]).to(device),
     }
 
     print(f"machine: {machine()}")
     print(f"compiled ON-LSTM step: {'built' if fused_step.built() else 'not built'}, "
           f"{'in use' if fused_step.usable(x) else 'not used'} for these inputs")
+    print(f"device: {device}")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
           f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")

@@ -24,6 +24,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#if defined(_MSC_VER)
+#define restrict __restrict
+#endif
+
 #if defined(_WIN32)
 #define EXPORT __declspec(dllexport)
 #else
@@ -41,6 +45,12 @@
 #else
 #define INLINE static inline
 #endif
+
+/* fused_step.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
+ * signature changes */
+#define ONLSTM_STEP_ABI 2
+
+EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
 /* A [T, K, B, n] array of float32 seen per step t, direction k and row r: the n values of (t, k, r) are contiguous
  * at base + t * st + k * sk + r * sr (strides in elements; st = 0 for a buffer reused at every step). */

@@ -7,8 +7,10 @@ its per-step element-wise work through it: the library was built and loads, the 
 the same conventions and are tested against each other and against the reference cell.
 
 The recurrent matrix product of each step stays a PyTorch call; only the dozen element-wise operations after it
-(and, in the backward, the twenty before the next product) become one C call, through ctypes with a prepared argument block, so that building needs no PyTorch headers and
-no compile happens at import.
+(and, in the backward, the twenty before the next product) become one C call. The call goes through ctypes with
+a prepared argument block, so that building needs no PyTorch headers and nothing compiles at import. A library
+whose ``onlstm_step_abi()`` differs from :data:`ABI` (a build older than its source: rerun ``pip install``) is
+not used.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
+ABI = 2  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -63,8 +66,13 @@ def _load() -> ctypes.CDLL | None:
         return None
     try:
         lib = ctypes.CDLL(spec.origin)
-    except OSError as err:  # built for another machine, say
+        abi = lib.onlstm_step_abi()
+    except (OSError, AttributeError) as err:  # built for another machine, or before the ABI check existed
         log.warning("compiled ON-LSTM step %s does not load (%s); using the PyTorch loop", spec.origin, err)
+        return None
+    if abi != ABI:
+        log.warning("compiled ON-LSTM step %s is version %d, this code needs %d (rerun pip install); using the "
+                    "PyTorch loop", spec.origin, abi, ABI)
         return None
     lib.onlstm_step.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_step.restype = ctypes.c_int
