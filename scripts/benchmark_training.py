@@ -4,7 +4,10 @@
 
 Each config trains in its own process (so peak memory is its own) with validation off; per epoch it reports
 training tokens/second and the process's peak RSS (flat across epochs means no leak). It also times one pass of
-the training data loader alone (the data pipeline without the model) to show whether loading is a bottleneck.
+the training data loader alone (the data pipeline without the model), and prints Lightning's SimpleProfiler
+totals for each run: how much of the training epochs went to waiting for the next batch, the forward pass (the
+training step), the backward pass and the rest (optimizer, clipping, callbacks), to show whether loading is a
+bottleneck.
 """
 
 from __future__ import annotations
@@ -34,14 +37,43 @@ def train(config: str, data: str, epochs: int, out: Path) -> list[dict[str, floa
            "--trainer.max_epochs", str(epochs), "--trainer.limit_val_batches", "0", "--test_after_fit", "false",
            "--trainer.enable_checkpointing", "false", "--trainer.enable_progress_bar", "false",
            "--trainer.callbacks", "onlstm_tasks.callbacks.EpochResources",
-           "--trainer.logger.init_args.save_dir", str(out), "--trainer.default_root_dir", str(out)]
+           "--trainer.logger.init_args.save_dir", str(out), "--trainer.default_root_dir", str(out),
+           "--trainer.profiler", "lightning.pytorch.profilers.SimpleProfiler",
+           "--trainer.profiler.init_args.dirpath", str(out), "--trainer.profiler.init_args.filename", "profile"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"{config} failed:\n{proc.stderr[-3000:]}")
     (metrics,) = out.rglob("metrics.csv")
     rows = [r for r in csv.DictReader(metrics.open()) if r.get("train_tokens_per_second")]
-    return [{k: float(r[k]) for k in ("epoch", "epoch_seconds", "train_tokens_per_second", "peak_rss_mb")}
-            for r in rows]
+    epochs = [{k: float(r[k]) for k in ("epoch", "epoch_seconds", "train_tokens_per_second", "peak_rss_mb")}
+              for r in rows]
+    return epochs, profile_totals(out / "fit-profile.txt")
+
+
+def profile_totals(report: Path) -> dict[str, float]:
+    """Total seconds per action of a SimpleProfiler report (its table rows: | action | mean | calls | total | %)."""
+    totals = {}
+    for line in report.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] != "Action":
+            try:
+                totals[cells[0]] = float(cells[3])
+            except ValueError:
+                continue
+    return totals
+
+
+def phases(totals: dict[str, float]) -> dict[str, float]:
+    """Seconds of the training epochs spent waiting for batches, in the forward pass, the backward pass, and the
+    rest (optimizer, clipping, moving batches, callbacks). Action names as Lightning 2.x's SimpleProfiler writes
+    them; the strategy's prefix varies (SingleDevice, DDP), so actions are matched by suffix."""
+    def total(suffix: str) -> float:
+        return sum(v for k, v in totals.items() if k.endswith(suffix))
+
+    epochs = total("run_training_epoch")
+    wait, forward, backward = total("train_dataloader_next"), total(".training_step"), total(".backward")
+    return {"epochs": epochs, "loader wait": wait, "forward": forward, "backward": backward,
+            "rest": epochs - wait - forward - backward}
 
 
 def loader_seconds(data: str) -> tuple[float, int]:
@@ -69,16 +101,23 @@ def main() -> None:
         for name, config in CONFIGS.items():
             results[name] = train(config, args.data, args.epochs, Path(tmp) / name.lower())
     print(f"\n{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}")
-    for name, rows in results.items():
+    for name, (rows, _) in results.items():
         for r in rows:
             share = seconds / r["epoch_seconds"]
             print(f"{name:<13}{int(r['epoch']):>6}{r['epoch_seconds']:>9.1f}{r['train_tokens_per_second']:>10,.0f}"
                   f"{r['peak_rss_mb']:>9.0f}{share:>13.1%}")
     # the first epoch includes warm-up (allocator, lazy inits): compare the rest
     speed = {n: sum(r["train_tokens_per_second"] for r in rows[1:] or rows) / len(rows[1:] or rows)
-             for n, rows in results.items()}
+             for n, (rows, _) in results.items()}
     print(f"\ntraining tokens/s ON-LSTM-CRF / LSTM-CRF = {speed['ON-LSTM-CRF'] / speed['LSTM-CRF']:.2f}x "
           f"(epochs after the first; target >= 0.75x)")
+    print("\nwhere the training epochs' time went (Lightning SimpleProfiler, all epochs):")
+    print(f"{'config':<13}{'epochs s':>9}{'loader wait':>13}{'forward':>9}{'backward':>10}{'rest':>7}")
+    for name, (_, totals) in results.items():
+        p = phases(totals)
+        shares = "".join(f"{100 * p[k] / p['epochs']:>{w - 1}.1f}%" for k, w in
+                         (("loader wait", 13), ("forward", 9), ("backward", 10), ("rest", 7)))
+        print(f"{name:<13}{p['epochs']:>9.1f}{shares}")
 
 
 if __name__ == "__main__":
