@@ -16,7 +16,8 @@ import torch
 from test_onlstm_fast import batch, compare_with_reference
 
 from onlstm_tasks.encoders import ONLSTM, fused_step
-from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, _Layer, onlstm_layer
+from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm_pass import LayerPass
 
 NOT_BUILT = "the compiled ON-LSTM step was not built (no C compiler at install time?)"
 needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason=NOT_BUILT)]
@@ -39,7 +40,7 @@ def layer_args(dirs, steps, rows, features, hidden, levels, seed=0, scale=1.0):
 def run_layer(on: bool, args, batch_sizes, symmetric, save, state=None):
     with fused_step.switched(on), torch.no_grad():
         h_init, c_init = state if state is not None else (None, None)
-        return _Layer(*args, batch_sizes, symmetric, save=save, h_init=h_init, c_init=c_init)
+        return LayerPass(*args, batch_sizes, symmetric, save=save, h_init=h_init, c_init=c_init)
 
 
 @pytest.mark.parametrize("on", PATHS)

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm_function import ONLSTMLayerFunction, _segments, onlstm_layer
+from onlstm_tasks.encoders.onlstm_function import ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm_pass import step_runs
 from onlstm_tasks.encoders.reference import reference_encode
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -129,5 +130,5 @@ def test_double_backward_is_refused():
 
 
 def test_segments_shrink_once_enough_rows_have_ended():
-    assert _segments([8, 8, 7, 6, 6, 3, 1, 0]) == [(8, 0, 3), (6, 3, 5), (3, 5, 6), (1, 6, 7)]
-    assert _segments([4] * 5) == [(4, 0, 5)]
+    assert step_runs([8, 8, 7, 6, 6, 3, 1, 0]) == [(8, 0, 3), (6, 3, 5), (3, 5, 6), (1, 6, 7)]
+    assert step_runs([4] * 5) == [(4, 0, 5)]

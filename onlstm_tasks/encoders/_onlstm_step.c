@@ -1,15 +1,15 @@
 /* The element-wise work of one ON-LSTM time step, for every row and direction, in one call (float32, CPU).
  *
  * Optional: built by `pip install` when a C compiler is present, loaded through ctypes by fused_step.py, and
- * replaced by the PyTorch loop of onlstm_function.py when absent. It follows that loop's conventions exactly
- * (see its module docstring): the pre-activations come with doubled cell-candidate rows and negated input/forget
+ * replaced by the PyTorch back end (onlstm_steps_torch.py) when absent. It follows that back end's conventions
+ * exactly (see onlstm_function.py's module docstring): the pre-activations come with doubled cell-candidate rows and negated input/forget
  * rows, and the cell buffers hold doubled cell states 2c, so one sigmoid gives o, sigmoid(2g), 1 - i and 1 - f,
  * and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
  * this file replaces the dozen small tensor operations that follow it at every step.
  *
- * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient of onlstm_function.py's
- * _Layer.backward, which stays the PyTorch fallback): the recurrent product into dL/dh and the three big products
- * at the end stay in PyTorch.
+ * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient that
+ * onlstm_steps_torch.backward_steps computes with PyTorch operations): the recurrent product into dL/dh and the
+ * three big products at the end stay in PyTorch (onlstm_pass.py, onlstm_function.py).
  *
  * Why compiled: PyTorch runs each of those operations as a separate pass over memory, and at NER shapes (32 rows x
  * 256 neurons) each pass is short enough for the fixed cost of an operation to dominate. Here one pass per row does

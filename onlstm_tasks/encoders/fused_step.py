@@ -1,7 +1,7 @@
 """The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, and one layer's binding.
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
-want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_function._Layer` whether a layer may run
+want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_pass.LayerPass` whether a layer may run
 its per-step element-wise work through it: the library was built and loads, the tensors are float32 on the CPU, and
 ``ONLSTM_FUSED_STEP`` is not ``0``. Otherwise (CUDA, float64, no compiler) the pure-PyTorch loop runs; both follow
 the same conventions and are tested against each other and against the reference cell.

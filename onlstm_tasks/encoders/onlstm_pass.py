@@ -1,0 +1,203 @@
+"""One ON-LSTM layer's forward and backward pass (see :mod:`.onlstm_function` for the maths and conventions).
+
+:class:`LayerPass` allocates the buffers, computes the input projection, runs the time loop (each step's recurrent
+product here, its element-wise work in a back end: :mod:`.fused_step` when usable, else :mod:`.onlstm_steps_torch`)
+and, with ``save=True``, keeps what its :meth:`LayerPass.backward` reads.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import fused_step
+from . import onlstm_steps_torch as torch_steps
+from .onlstm_steps_torch import per_step
+
+SHRINK = 0.75
+
+
+def step_runs(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
+    """Runs of steps ``(rows, start, stop)`` computed on the first ``rows`` rows (see "Padding" in
+    :mod:`.onlstm_function`)."""
+    segments: list[list[int]] = []
+    for t, n in enumerate(batch_sizes):
+        if n == 0:
+            break
+        if segments and n > SHRINK * segments[-1][0]:
+            segments[-1][2] = t + 1
+        else:
+            segments.append([n, t, t + 1])
+    return [(rows, start, stop) for rows, start, stop in segments]
+
+
+def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
+    """Writes ``2 c_{-1}`` (the buffers hold doubled cell states) into ``slot`` [K, B, H]: zeros, or ``2 c_init``."""
+    if c_init is None:
+        slot.zero_()
+    else:
+        slot.copy_(c_init).mul_(2.0)
+
+
+def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, segments) -> None:
+    """``acts = x @ w_t + bias`` ([K, T, B, G] from x [K, T, B, D]) at the (step, row) pairs the runs of steps
+    compute; elsewhere ``acts`` keeps what it held. With ragged rows this skips most padded positions (a third of
+    the product at NER's mixed lengths), as a packed sequence does."""
+    dirs, gates = acts.size(0), acts.size(-1)
+    if len(segments) == 1 and segments[0][0] == x.size(2):  # one run over every row: one product, in place
+        rows, start, stop = segments[0]
+        torch.baddbmm(bias, x[:, start:stop].reshape(dirs, -1, x.size(-1)), w_t,
+                      out=acts[:, start:stop].view(dirs, -1, gates))
+        return
+    for rows, start, stop in segments:
+        block = torch.baddbmm(bias, x[:, start:stop, :rows].reshape(dirs, -1, x.size(-1)), w_t)
+        acts[:, start:stop, :rows] = block.view(dirs, stop - start, rows, gates)
+
+
+def _fused_forward_steps(layer: LayerPass, acts, h, masters):
+    """The element-wise work of step t as one call of the compiled step (see :mod:`.fused_step`); ``fn(t)`` as
+    :func:`.onlstm_steps_torch.forward_steps`, writing the same buffers."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    if layer.save:
+        acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
+        c_slots = [(cells[..., 1, :], cells[:, 1:, :, 1])]
+        saved = dict(prob=probs.flatten(-2), c_hat=cells[..., 0, :], omega=omega, eff=eff.flatten(-2),
+                     tanh_c=tanh_c)
+    else:  # two slots [K, B, H], one written while the other is read
+        slots = layer.cells[..., 1, :].unbind(0)
+        c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
+    steps_fn = fused_step.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
+                                     master=masters.flatten(-2), c_slots=c_slots, saved=saved)
+    rows_at = layer.rows_at
+    return lambda t: steps_fn(t, rows_at[t])
+
+
+def _fused_backward_steps(layer: LayerPass, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+    """:func:`.onlstm_steps_torch.backward_steps` as one call of the compiled step's backward per step."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    acts, masters, probs, cells, tanh_c, eff, omega = saved
+    carry = d_h.new_empty(dirs, batch, hidden)  # dL/dc, updated in place from step to step
+    if grad_c_last is not None:
+        carry.copy_(grad_c_last)
+    backward = fused_step.FusedBackwardSteps(
+        hidden=hidden, levels=levels, symmetric=layer.symmetric, d_h=d_h, act=acts, tanh_c=tanh_c,
+        cells=cells.flatten(-2), eff=eff.flatten(-2), omega=omega, master=masters.flatten(-2),
+        prob=probs.flatten(-2), d_pre=d_pre, carry=carry,
+        d_const=None if d_logits_const is None else d_logits_const.flatten(-2))
+    rows_at, stop = layer.rows_at, layer.stop
+    last_carry = batch if grad_c_last is not None else 0
+    return lambda t: backward(t, rows_at[t], rows_at[t + 1] if t + 1 < stop else last_carry)
+
+
+class LayerPass:
+    """The forward pass (run by the constructor) and, with ``save=True``, what the backward needs.
+
+    ``h_init, c_init``: the initial state [K, B, H] (None: zeros, and step 0 skips the recurrent product), for full
+    batches only.
+    """
+
+    def __init__(self, x, weight_ih, bias, weight_hh, batch_sizes, symmetric, save, h_init=None, c_init=None):
+        dirs, steps, batch, _ = x.shape
+        gates, hidden = weight_hh.shape[1:]
+        levels = (gates - 4 * hidden) // 2
+        chunk = hidden // levels
+        self.shape = dirs, steps, batch, gates, hidden, levels, chunk
+        self.symmetric, self.save = symmetric, save
+        seg = self.segments = step_runs(batch_sizes)
+        self.stop = stop = seg[-1][2]  # steps with a running row
+        self.rows_at = [rows for rows, start, end in seg for _ in range(start, end)]
+        o0, c0 = 2 * levels + hidden, 2 * levels + 2 * hidden
+        new = x.new_empty
+        self.valid = None
+        if batch_sizes[-1] != batch:  # [T, B] bool: the row is running at that step
+            self.valid = torch.arange(batch, device=x.device) < torch.tensor(batch_sizes, device=x.device)[:, None]
+            x = x.masked_fill(~self.valid[..., None], 0.0)  # padded steps run on zeros, whatever x holds there
+        self.x = x
+
+        # doubled cell-candidate rows, negated input/forget rows (see the module docstring)
+        scale = x.new_ones(gates, 1)
+        scale[o0:c0] = 2.0
+        scale[c0:] = -1.0
+        w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
+        acts = new(dirs, steps, batch, gates)  # pre-activations from the input, then every step's activations
+        _project(acts, x, (weight_ih * scale).transpose(1, 2), (bias * scale[:, 0]).unsqueeze(1), seg)
+        h = new(dirs, steps, batch, hidden)
+        masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
+        if save:  # everything the backward reads
+            cells = new(dirs, steps + 1, batch, 2, hidden)  # 2 [c^_t, c_{t-1}]: 2 c_t is written to [:, t + 1, :, 1]
+            _start_cell(cells[:, 0, :, 1], c_init)
+            probs = new(dirs, steps, batch, 2, levels)  # [p_i, p_f]
+            tanh_c, eff = new(dirs, steps, batch, hidden), new(dirs, steps, batch, 2, hidden)
+            omega = new(dirs, steps, batch, levels)
+            self.saved = (acts, masters, probs, cells, tanh_c, eff, omega)
+        else:  # two cell slots, one written while the other is read
+            cells = new(2, dirs, batch, 2, hidden)
+            _start_cell(cells[0, :, :, 1], c_init)
+        self.cells = cells
+        elementwise = (_fused_forward_steps if fused_step.usable(x) else torch_steps.forward_steps)(self, acts, h, masters)
+
+        a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
+        if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+            a_all[0].baddbmm_(h_init, w_hh_t)
+        for t in range(stop):
+            if t:
+                a_all[t].baddbmm_(h_prevs[t], w_hh_t)
+            elementwise(t)
+
+        means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
+        d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
+        if self.valid is not None:
+            h.masked_fill_(~self.valid[..., None], 0.0)  # also the rows a run never computed
+            keep = self.valid.to(x.dtype)
+            d_forget, d_input = d_forget * keep, d_input * keep
+        self.outputs = h, d_forget, d_input
+
+    def final_cell(self) -> torch.Tensor:
+        """The cell state c [K, B, H] after the last step (a full batch's: rows that ended early have none), read
+        from the buffers, which hold ``2 c``: the save buffer's slot after the last step, or the scratch slot the
+        last step wrote (they alternate)."""
+        cells, stop = self.cells, self.stop
+        return (cells[:, stop, :, 1] if self.save else cells[stop % 2, :, :, 1]) * 0.5
+
+    def backward(self, weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last=None):
+        """dL/d(pre-activations) [K, T, B, G] from the gradients of the outputs (any of them None): h, the
+        distances and, for a full batch, the cell state after the last step. The gradient into the initial state
+        is dropped."""
+        dirs, steps, batch, gates, hidden, levels, chunk = self.shape
+        seg, stop, valid = self.segments, self.stop, self.valid
+        probs = saved[2]
+        dtype, device = h.dtype, h.device
+
+        d_pre = h.new_empty(dirs, steps, batch, gates)
+        for rows, start, end in seg:
+            d_pre[:, start:end, rows:].zero_()  # rows a run never computed
+        d_pre[:, stop:].zero_()
+        # dL/dh_t from the output; the loop adds the recurrent part
+        d_h = h.new_zeros(h.shape) if grad_h is None else h.new_empty(h.shape).copy_(grad_h)
+        if grad_h is not None and valid is not None:
+            d_h.masked_fill_(~valid[..., None], 0.0)
+
+        # [i~, f~] -> dL/d[p_i, p_f] is dL/d[i~, f~] @ k, per pair member (l: level of i~ or f~, j: of p):
+        # paper i~: -(l >= j); symmetric i~: (l <= j); f~: (l >= j). Then the softmax backward.
+        lower = torch.ones(levels, levels, dtype=dtype, device=device).tril()
+        k = torch.stack((lower.t() if self.symmetric else -lower, lower))  # [2, L, L]
+        # the distances are means over levels: dL/d[i~, f~] = [g_input, -g_forget] / L at every level; the
+        # softmax backward is linear, so their share of dL/d(master logits) is computed once for all steps
+        d_logits_const = None
+        if grad_forget is not None or grad_input is not None:
+            zero = h.new_zeros(dirs, steps, batch)
+            g = torch.stack((zero if grad_input is None else grad_input,
+                             zero if grad_forget is None else -grad_forget), dim=-1) / levels  # [K, T, B, 2]
+            if valid is not None:
+                g = g * valid[..., None]
+            d_logits_const = torch._softmax_backward_data(g.unsqueeze(-1) * k.sum(1), probs, 4, dtype)
+
+        elementwise = (_fused_backward_steps if fused_step.usable(h) else torch_steps.backward_steps)(
+            self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+        d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
+        rows_at = self.rows_at
+        for t in reversed(range(stop)):
+            if t + 1 < stop:  # the recurrent part of dL/dh_t
+                n, n_next = rows_at[t], rows_at[t + 1]
+                (d_hs[t] if n_next == n else d_hs[t][:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
+            elementwise(t)
+        return d_pre

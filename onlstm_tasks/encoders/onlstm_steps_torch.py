@@ -1,0 +1,176 @@
+"""The PyTorch back end of an ON-LSTM layer pass: each step's element-wise work as whole-batch tensor operations.
+
+The conventions (gate layout, doubled cell state, negated input/forget rows) are those of :mod:`.onlstm_function`;
+:mod:`.fused_step` is the compiled back end that reads and writes the same buffers. This one runs wherever the
+compiled one does not: float64, GPUs, machines where it was not built. Also the per-step view helpers the pass uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from .onlstm_pass import LayerPass
+
+
+def per_step(buf: torch.Tensor, segments, offset: int = 0, fn=None) -> list[torch.Tensor | None]:
+    """For every step t the view ``buf[:, t + offset, :rows]`` of a [K, T, B, ...] buffer (``fn`` applied to each
+    run's [K, steps, rows, ...] block first; None before the first step). Made in bulk: slicing in the loop
+    costs more."""
+    views: list[torch.Tensor | None] = []
+    for rows, start, stop in segments:
+        first = start + offset
+        if first < 0:
+            views.extend([None] * -first)
+            first = 0
+        block = buf[:, first : stop + offset, :rows]
+        views.extend((block if fn is None else fn(block)).unbind(1))
+    return views
+
+
+def scratch_views(buf: torch.Tensor, segments) -> list[torch.Tensor]:
+    """The same scratch buffer ``buf[:, :rows]`` (``buf`` [K, B, ...]) for every step."""
+    views: list[torch.Tensor] = []
+    for rows, start, stop in segments:
+        views.extend([buf[:, :rows]] * (stop - start))
+    return views
+
+
+def alternating(buf: torch.Tensor, segments, offset: int = 0) -> list[torch.Tensor]:
+    """``buf[(t + offset) % 2, :, :rows]`` for every step t: two scratch slots, one written while the other is read."""
+    views: list[torch.Tensor] = []
+    for rows, start, stop in segments:
+        slots = buf[:, :, :rows].unbind(0)
+        views.extend(slots[(t + offset) % 2] for t in range(start, stop))
+    return views
+
+
+def pair_first(block: torch.Tensor) -> torch.Tensor:
+    """[K, steps, n, 2, ...] -> [K, steps, 2, n, ...] (a view): the input/forget pair before the rows."""
+    return block.transpose(2, 3)
+
+
+def forward_steps(layer: LayerPass, acts, h, masters):
+    """The element-wise work of step t as PyTorch operations on whole-batch views: ``fn(t)``, run after step t's
+    recurrent product has been added into ``acts``. Writes what the compiled step writes (see ``_onlstm_step.c``)."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    seg, new = layer.segments, acts.new_empty
+    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    if layer.save:
+        acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
+        views = per_step
+        c_hats, c_prevs = per_step(cells[..., 0, :], seg), per_step(cells[..., 1, :], seg)
+        c_news = per_step(cells[..., 1, :], seg, offset=1)
+    else:  # scratch reused at every step
+        cells, probs = layer.cells, new(dirs, batch, 2, levels)
+        tanh_c, eff, omega = new(dirs, batch, hidden), new(dirs, batch, 2, hidden), new(dirs, batch, levels)
+        views = scratch_views
+        c_hats, c_prevs = alternating(cells[..., 0, :], seg), alternating(cells[..., 1, :], seg)
+        c_news = alternating(cells[..., 1, :], seg, offset=1)
+    h_outs = per_step(h, seg)
+    master_logits = per_step(acts[..., :m0].unflatten(-1, (2, levels)), seg)
+    gate_acts, out_gates = per_step(acts[..., m0:], seg), per_step(acts[..., m0:o0], seg)
+    sig_2g = per_step(acts[..., o0:c0], seg)
+    one_minus_if = per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg)  # [1 - i, 1 - f]
+    ms, ms4, ps = per_step(masters, seg), per_step(masters.unsqueeze(-1), seg), views(probs, seg)
+    mis, mfs = per_step(masters[..., 0, :], seg), per_step(masters[..., 1, :], seg)
+    tcs, effs4 = views(tanh_c, seg), views(eff.unflatten(-1, (levels, chunk)), seg)
+    eff_ins, eff_forgets = views(eff[..., 0, :], seg), views(eff[..., 1, :], seg)
+    omegas, omegas4 = views(omega, seg), views(omega.unsqueeze(-2).unsqueeze(-1), seg)
+
+    offset = torch.tensor([[1.0], [0.0]], dtype=acts.dtype, device=acts.device)
+    sign = torch.tensor([[-1.0], [1.0]], dtype=acts.dtype, device=acts.device)
+    minus_one, minus_two = (torch.tensor(v, dtype=acts.dtype, device=acts.device) for v in (-1.0, -2.0))
+    symmetric = layer.symmetric
+
+    def step(t: int) -> None:
+        p = torch.softmax(master_logits[t], -1, out=ps[t])  # [K, n, 2, L]
+        m = torch.addcmul(offset, p.cumsum(-1), sign, out=ms[t])  # [1 - cumsum(p_i), cumsum(p_f)]
+        if symmetric:
+            m.addcmul_(p, offset)  # i~ = reverse cumsum of p_i = 1 - cumsum(p_i) + p_i
+        gate_acts[t].sigmoid_()  # o, sigmoid(2 g), 1 - i, 1 - f
+        c_hat = torch.add(minus_two, sig_2g[t], alpha=4.0, out=c_hats[t])  # 2 tanh(g)
+        torch.mul(mis[t], mfs[t], out=omegas[t])
+        torch.addcmul(ms4[t], one_minus_if[t], omegas4[t], value=-1.0, out=effs4[t])  # [eff_in, eff_forget]
+        c = torch.mul(c_prevs[t], eff_forgets[t], out=c_news[t])  # 2 c_t
+        c.addcmul_(c_hat, eff_ins[t])
+        tc = torch.sigmoid(c, out=tcs[t])
+        torch.add(minus_one, tc, alpha=2.0, out=tc)  # tanh(c_t)
+        torch.mul(out_gates[t], tc, out=h_outs[t])
+
+    return step
+
+
+def backward_steps(layer: LayerPass, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+    """The element-wise backward of step t as PyTorch operations on whole-batch views: ``fn(t)``, run in reverse
+    order of t once ``d_h[:, t]`` holds all of dL/dh_t; writes ``d_pre[:, t]``. ``d_logits_const``: the distances'
+    share of dL/d(master logits) [K, T, B, 2, L] or None; ``k`` [2, L, L] maps dL/d[i~, f~] to dL/d[p_i, p_f]."""
+    dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
+    seg, dtype = layer.segments, d_h.dtype
+    acts, masters, probs, cells, tanh_c, eff, omega = saved
+    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    if d_logits_const is not None:
+        d_logits_const = per_step(d_logits_const, seg, fn=pair_first)
+    d_hs = per_step(d_h, seg)
+    d_outs, d_cands = per_step(d_pre[..., m0:o0], seg), per_step(d_pre[..., o0:c0], seg)
+    d_in_forgets = per_step(d_pre[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
+    d_master_logits = per_step(d_pre[..., :m0].unflatten(-1, (2, levels)), seg, fn=pair_first)
+    out_gates, tcs = per_step(acts[..., m0:o0], seg), per_step(tanh_c, seg)
+    c_hats = per_step(cells[..., 0, :], seg)
+    cells_r = per_step(cells.unflatten(-1, (levels, chunk)), seg, fn=pair_first)  # [c^_t, c_{t-1}]
+    effs_r = per_step(eff.unflatten(-1, (levels, chunk)), seg, fn=pair_first)
+    one_minus_if_r = per_step(acts[..., c0:].unflatten(-1, (2, levels, chunk)), seg, fn=pair_first)
+    # the cell buffer holds 2 c and 2 c^, so products with it are twice dL/d eff: halve w and the chunk sums
+    omegas_r = per_step((omega * 0.5)[:, :, :, None, :, None], seg, fn=lambda b: b.transpose(2, 3))
+    flipped_r = per_step(masters.flip(-2), seg, fn=pair_first)  # [f~, i~]
+    ps_r = per_step(probs, seg, fn=pair_first)
+    # per step, d_eff = dL/d[eff_in, eff_forget] and d_eff (1 - [i, f]) side by side, summed over each chunk in
+    # one matrix-vector product (far cheaper than reductions over a last dimension of size C)
+    scratch, halves = d_h.new_empty(4 * dirs * batch * hidden), d_h.new_full((chunk,), 0.5)
+    sums_buf, d_c_chat = d_h.new_empty(4 * dirs * batch * levels), d_h.new_empty(dirs, 2, batch, hidden)
+    per_rows = {}
+    for rows, start, end in seg:
+        pair = scratch[: 4 * dirs * rows * hidden].view(2, dirs, 2, rows, levels, chunk)
+        prod = d_c_chat[:, :, :rows]  # [dL/dc^, dL/dc_{t-1}]
+        per_rows[rows] = (*pair.unbind(0), pair.view(-1, chunk), sums_buf[: 4 * dirs * rows * levels],
+                          sums_buf[: 4 * dirs * rows * levels].view(2, dirs, 2, rows, levels),
+                          prod.unflatten(-1, (levels, chunk)), *prod.unbind(1))
+
+    rows_at = layer.rows_at
+    carry = grad_c_last  # dL/dc_t of the rows running at t + 1 (after the last step: of every row)
+
+    def step(t: int) -> None:
+        nonlocal carry
+        n = rows_at[t]
+        dh = d_hs[t]
+        o, tc = out_gates[t], tcs[t]
+        d_tc = dh * o
+        u = d_tc * tc
+        torch.addcmul(u, u, o, value=-1.0, out=d_outs[t])  # dh tanh(c) o (1 - o)
+        if carry is not None:
+            if carry.size(1) == n:
+                d_tc += carry
+            else:
+                d_tc[:, : carry.size(1)] += carry
+        dc = d_tc.addcmul_(u, tc, value=-1.0).view(dirs, 1, n, levels, chunk)  # + dh o (1 - tanh(c)^2)
+        d_eff, d_eff_bar, pair, sums_flat, sums, prod, d_chat, carry = per_rows[n]  # views of scratch buffers
+        torch.mul(dc, cells_r[t], out=d_eff)  # 2 dL/d[eff_in, eff_forget], [K, 2, n, L, C]
+        torch.mul(dc, effs_r[t], out=prod)  # dL/dc^, dL/dc_{t-1}
+        c_hat2 = c_hats[t]
+        torch.addcmul(d_chat, d_chat * c_hat2, c_hat2, value=-0.25, out=d_cands[t])  # tanh'
+        s_bar = one_minus_if_r[t]
+        torch.mul(d_eff, s_bar, out=d_eff_bar)
+        r = d_eff_bar * omegas_r[t]
+        torch.addcmul(r, r, s_bar, value=-1.0, out=d_in_forgets[t])  # d_eff w s (1 - s)
+        torch.mv(pair, halves, out=sums_flat)  # [sum over C of d_eff, of d_eff (1 - [i, f])]
+        # eff = [i~, f~] - w (1 - [i, f]) with w = i~ f~
+        dm = torch.addcmul(sums[0], flipped_r[t], sums[1].sum(1, keepdim=True), value=-1.0)  # dL/d[i~, f~]
+        d_logits = torch._softmax_backward_data(torch.matmul(dm, k), ps_r[t], 3, dtype)
+        if d_logits_const is None:
+            d_master_logits[t].copy_(d_logits)
+        else:
+            torch.add(d_logits, d_logits_const[t], out=d_master_logits[t])
+
+    return step
