@@ -34,7 +34,8 @@
 #define EXPORT __attribute__((visibility("default")))
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) \
+    && __GNUC__ >= 12 /* target_clones needs ifunc (glibc) and, for x86-64-v3, GCC 12 */
 #define CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CLONES
