@@ -157,3 +157,12 @@ def test_the_compiled_step_is_used_only_where_it_applies():
     env = {**os.environ, fused_step.ENV: "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_buffers_the_compiled_step_cannot_read_are_refused():
+    with pytest.raises(ValueError, match="float32 CPU buffers"):
+        fused_step.strided(torch.zeros(1, 2, 3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="float32 CPU buffers"):
+        fused_step.strided(torch.zeros(1, 2, 4, 3).transpose(-1, -2))
+    with pytest.raises(ValueError, match=r"\[K, T, B, n\] or \[K, B, n\]"):
+        fused_step.strided(torch.zeros(2, 3))

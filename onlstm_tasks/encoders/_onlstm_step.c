@@ -2,9 +2,9 @@
  *
  * Optional: built by `pip install` when a C compiler is present, loaded through ctypes by fused_step.py, and
  * replaced by the PyTorch back end (onlstm_steps_torch.py) when absent. It follows that back end's conventions
- * exactly (see onlstm_function.py's module docstring): the pre-activations come with doubled cell-candidate rows and negated input/forget
- * rows, and the cell buffers hold doubled cell states 2c, so one sigmoid gives o, sigmoid(2g), 1 - i and 1 - f,
- * and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
+ * exactly (see onlstm_function.py's module docstring): the pre-activations come with doubled cell-candidate rows
+ * and negated input/forget rows, and the cell buffers hold doubled cell states 2c, so one sigmoid gives o,
+ * sigmoid(2g), 1 - i and 1 - f, and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
  * this file replaces the dozen small tensor operations that follow it at every step.
  *
  * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient that

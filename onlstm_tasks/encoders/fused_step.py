@@ -110,8 +110,8 @@ def strided(buf: torch.Tensor) -> _Strided:
     """The C view of a [K, T, B, n] buffer (per step t, direction k, row r: n contiguous values), or of a [K, B, n]
     one that every step reuses."""
     if buf.dtype != torch.float32 or buf.device.type != "cpu" or buf.stride(-1) != 1:
-        raise ValueError(f"the compiled step reads float32 CPU buffers with a contiguous last dimension, got {buf.dtype} "
-                         f"on {buf.device} with strides {buf.stride()}")
+        raise ValueError("the compiled step reads float32 CPU buffers with a contiguous last dimension, got "
+                         f"{buf.dtype} on {buf.device} with strides {buf.stride()}")
     if buf.dim() == 4:
         k, t, r = buf.stride()[:3]
     elif buf.dim() == 3:

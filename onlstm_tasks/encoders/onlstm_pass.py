@@ -133,7 +133,8 @@ class LayerPass:
             cells = new(2, dirs, batch, 2, hidden)
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
-        elementwise = (_fused_forward_steps if fused_step.usable(x) else torch_steps.forward_steps)(self, acts, h, masters)
+        back_end = _fused_forward_steps if fused_step.usable(x) else torch_steps.forward_steps
+        elementwise = back_end(self, acts, h, masters)
 
         a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
         if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
