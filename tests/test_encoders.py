@@ -19,7 +19,7 @@ from onlstm_tasks.encoders import (
     SequenceEncoder,
 )
 from onlstm_tasks.encoders.base import reverse_padded
-from onlstm_tasks.encoders.dropout import locked_dropout
+from onlstm_tasks.encoders.dropout import keep_masks, locked_dropout
 from onlstm_tasks.encoders.reference import reference_encode
 
 ENCODERS = {
@@ -133,6 +133,22 @@ def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
     enc.eval()
     torch.testing.assert_close(enc(x, mask).hidden, enc(x, mask).hidden)
     torch.testing.assert_close(enc(x, mask).hidden, reference_encode(enc, x, mask)[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.7, 0.9, 0.999])
+def test_keep_masks_keep_at_the_asked_rate_with_mean_one(keep):
+    torch.manual_seed(0)
+    n = 1 << 20
+    mask = keep_masks(n, keep, torch.zeros(1))
+    kept = mask > 0
+    assert mask.shape == (n,) and mask.dtype == torch.float32
+    assert torch.equal(torch.unique(mask[kept]), torch.tensor([1 / keep]))  # one scale, 1 / keep to float32
+    sigma = (keep * (1 - keep) / n) ** 0.5
+    assert abs(kept.float().mean().item() - keep) < 5 * sigma
+    # consecutive entries come from the two halves of one random word: they must not be correlated
+    a, b = kept[0::2].float(), kept[1::2].float()
+    assert abs((a * b).mean().item() - keep**2) < 5 * sigma
+    assert keep_masks(7, keep, torch.zeros(1, dtype=torch.float64)).dtype == torch.float64
 
 
 def test_dropconnect_on_library_lstm():

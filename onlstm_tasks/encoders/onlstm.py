@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from .base import EncoderOutput, StatefulEncoder, check_layer_states
-from .dropout import check_probability, drop_connect, locked_dropout
+from .dropout import check_probability, drop_connect, keep_masks, locked_dropout
 from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions, run_left_to_right
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -78,15 +78,13 @@ class ONLSTM(StatefulEncoder):
 
         One sample per cell, in cell order (layer-major, forward direction first). The masks are those of
         :func:`drop_connect` (each entry kept with probability ``1 - p``, kept ones scaled by ``1 / (1 - p)``), drawn
-        for all cells at once by thresholding uniform noise: on CPU several times faster than the ``bernoulli_`` of
+        for all cells at once by :func:`keep_masks`: on CPU several times faster than the ``bernoulli_`` of
         ``F.dropout``, which alone cost about 4% of a training step at NER shapes.
         """
         if not self.training or self.dropconnect == 0.0:
             return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
-        keep = 1.0 - self.dropconnect
         weights = [cell.weight_hh for cell in self.cells]
-        noise = torch.rand(sum(w.numel() for w in weights), dtype=weights[0].dtype, device=weights[0].device)
-        noise.lt_(keep).mul_(1.0 / keep)  # in place: 1 / (1 - p) where kept, else 0
+        noise = keep_masks(sum(w.numel() for w in weights), 1.0 - self.dropconnect, weights[0])
         masks = noise.split([w.numel() for w in weights])
         return [w * mask.view_as(w) for w, mask in zip(weights, masks)]
 
