@@ -139,12 +139,10 @@ def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
 def test_keep_masks_keep_at_the_asked_rate_with_mean_one(keep):
     torch.manual_seed(0)
     n = 1 << 20
-    mask = keep_masks(n, keep, torch.zeros(1))
-    kept = mask > 0
-    assert mask.shape == (n,) and mask.dtype == torch.float32
+    kept, scale = keep_masks(n, keep)
+    assert kept.shape == (n,) and kept.dtype == torch.bool
     rounded = round(keep * 2**15) / 2**15  # the keep probability at the masks' 15-bit resolution
-    assert abs(rounded - keep) <= 2**-16
-    assert torch.equal(torch.unique(mask[kept]), torch.tensor([1 / rounded]))  # one scale: mean exactly 1
+    assert abs(rounded - keep) <= 2**-16 and scale == 1 / rounded  # so the mask's mean is exactly 1
     sigma = (keep * (1 - keep) / n) ** 0.5
     assert abs(kept.float().mean().item() - keep) < 5 * sigma
     # every lane of the random words is uniform (the top lane lacks the sign bit, which is masked off anyway),
@@ -154,7 +152,19 @@ def test_keep_masks_keep_at_the_asked_rate_with_mean_one(keep):
         assert abs(lanes[:, lane].mean().item() - keep) < 10 * sigma
     for a, b in ((0, 1), (2, 3), (0, 3)):
         assert abs((lanes[:, a] * lanes[:, b]).mean().item() - keep**2) < 10 * sigma
-    assert keep_masks(7, keep, torch.zeros(1, dtype=torch.float64)).dtype == torch.float64
+
+
+def test_dropconnect_weights_are_zero_or_scaled_and_get_masked_gradients():
+    enc = ONLSTM(6, 8, 2, dropconnect=0.3).train()
+    torch.manual_seed(3)
+    (w,) = enc.recurrent_weights()
+    kept = w != 0
+    scale = 2**15 / round(0.7 * 2**15)
+    torch.testing.assert_close(w[kept], enc.cells[0].weight_hh[kept] * scale)
+    (w * torch.arange(w.numel()).view_as(w)).sum().backward()
+    grad = enc.cells[0].weight_hh.grad
+    assert (grad[~kept] == 0).all()
+    torch.testing.assert_close(grad[kept], torch.arange(w.numel()).view_as(w)[kept].float() * scale)
 
 
 def test_dropconnect_on_library_lstm():

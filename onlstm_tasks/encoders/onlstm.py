@@ -84,9 +84,10 @@ class ONLSTM(StatefulEncoder):
         if not self.training or self.dropconnect == 0.0:
             return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
         weights = [cell.weight_hh for cell in self.cells]
-        noise = keep_masks(sum(w.numel() for w in weights), 1.0 - self.dropconnect, weights[0])
-        masks = noise.split([w.numel() for w in weights])
-        return [w * mask.view_as(w) for w, mask in zip(weights, masks)]
+        kept, scale = keep_masks(sum(w.numel() for w in weights), 1.0 - self.dropconnect, weights[0].device)
+        masks = kept.split([w.numel() for w in weights])
+        # the product is not saved for the backward, so scaling it in place is safe (and saves a float mask)
+        return [(w * mask.view_as(w)).mul_(scale) for w, mask in zip(weights, masks)]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 state: LayerStates | None = None) -> EncoderOutput:
