@@ -77,8 +77,8 @@ class ONLSTM(StatefulEncoder):
         """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode.
 
         One sample per cell, in cell order (layer-major, forward direction first). The masks are those of
-        :func:`drop_connect` (each entry kept with probability ``1 - p``, kept ones scaled by ``1 / (1 - p)``), drawn
-        for all cells at once by :func:`keep_masks`: on CPU several times faster than the ``bernoulli_`` of
+        :func:`drop_connect` (each entry kept with probability ``1 - p``, rounded to a multiple of 2^-15, kept ones
+        scaled by its inverse), drawn for all cells at once by :func:`keep_masks`: on CPU several times faster than the ``bernoulli_`` of
         ``F.dropout``, which alone cost about 4% of a training step at NER shapes.
         """
         if not self.training or self.dropconnect == 0.0:

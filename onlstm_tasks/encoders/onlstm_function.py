@@ -49,7 +49,7 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
-from .onlstm_pass import LayerPass
+from .onlstm_pass import LayerPass, gather_runs, scatter_runs
 
 
 class LayerState(NamedTuple):
@@ -181,40 +181,22 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
     d_pre = layer.backward(weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last)  # [K, T, B, G]
     dirs, steps, batch, gates = d_pre.shape
     runs = layer.segments
-    # step t reads h_{t-1}: h0 at step 0 (zeros from a zero state, where the run's step 0 is left out)
-    if runs == [(batch, 0, steps)]:  # every row at every step: views, no gathering
+    full = runs == [(batch, 0, steps)]  # every row at every step: views, no gathering
+    if full:
         d_flat, x_flat = d_pre.view(dirs, -1, gates), x.reshape(dirs, -1, x.size(-1))
-        d_rec = d_pre.view(dirs, -1, gates) if h0 is not None else d_pre[:, 1:].reshape(dirs, -1, gates)
-        h_prev = (torch.cat((h0.unsqueeze(1), h[:, :-1]), 1) if h0 is not None else h[:, :-1]).reshape(
-            dirs, -1, h.size(-1))
     else:
-        d_flat, x_flat = _gather(d_pre, runs), _gather(x, runs)
-        later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]  # zero state: no step 0
-        d_rec, h_prev = _gather(d_pre, later), _gather(h, later, offset=-1)
+        d_flat, x_flat = gather_runs(d_pre, runs), gather_runs(x, runs)
     need = ctx.needs_input_grad
     d_x = None
     if need[0]:
         d_x_flat = torch.bmm(d_flat, weight_ih)
-        d_x = d_x_flat.view(x.shape) if d_flat.size(1) == steps * batch else _scatter(d_x_flat, runs, x.shape)
+        d_x = d_x_flat.view(x.shape) if full else scatter_runs(d_x_flat, runs, x.new_zeros(x.shape))
     d_weight_ih = torch.bmm(d_flat.transpose(1, 2), x_flat) if need[1] else None
     d_bias = d_flat.sum(1) if need[2] else None
-    d_weight_hh = torch.bmm(d_rec.transpose(1, 2), h_prev) if need[3] else None
+    d_weight_hh = None
+    if need[3]:  # step t reads h_{t-1}; from a zero state step 0 contributes nothing, from h0 it adds its share
+        later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]
+        d_weight_hh = torch.bmm(gather_runs(d_pre, later).transpose(1, 2), gather_runs(h, later, offset=-1))
+        if h0 is not None:  # full batches only
+            d_weight_hh.baddbmm_(d_pre[:, 0].transpose(1, 2), h0)
     return d_x, d_weight_ih, d_bias, d_weight_hh
-
-
-def _gather(buf: torch.Tensor, runs, offset: int = 0) -> torch.Tensor:
-    """The (step + offset, row) entries of buf [K, T, B, n] for every run's steps and rows, packed: [K, N, n]."""
-    blocks = [buf[:, start + offset : stop + offset, :rows].reshape(buf.size(0), -1, buf.size(-1))
-              for rows, start, stop in runs]
-    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, 1)
-
-
-def _scatter(packed: torch.Tensor, runs, shape) -> torch.Tensor:
-    """The inverse of :func:`_gather` into zeros of ``shape`` [K, T, B, n]."""
-    out = packed.new_zeros(shape)
-    first = 0
-    for rows, start, stop in runs:
-        size = (stop - start) * rows
-        out[:, start:stop, :rows] = packed[:, first : first + size].view(shape[0], stop - start, rows, shape[-1])
-        first += size
-    return out

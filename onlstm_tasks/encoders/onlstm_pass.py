@@ -38,19 +38,34 @@ def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
         slot.copy_(c_init).mul_(2.0)
 
 
-def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, segments) -> None:
+def gather_runs(buf: torch.Tensor, runs, offset: int = 0) -> torch.Tensor:
+    """The (step + offset, row) entries of buf [K, T, B, n] for every run's steps and rows, packed: [K, N, n]
+    (a view when there is one run over every row)."""
+    blocks = [buf[:, start + offset : stop + offset, :rows].reshape(buf.size(0), -1, buf.size(-1))
+              for rows, start, stop in runs]
+    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, 1)
+
+
+def scatter_runs(packed: torch.Tensor, runs, out: torch.Tensor) -> torch.Tensor:
+    """The inverse of :func:`gather_runs`: writes packed [K, N, n] into ``out`` [K, T, B, n] (elsewhere ``out``
+    keeps what it held) and returns ``out``."""
+    first = 0
+    for rows, start, stop in runs:
+        size = (stop - start) * rows
+        out[:, start:stop, :rows] = packed[:, first : first + size].view(out.size(0), stop - start, rows, -1)
+        first += size
+    return out
+
+
+def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, runs) -> None:
     """``acts = x @ w_t + bias`` ([K, T, B, G] from x [K, T, B, D]) at the (step, row) pairs the runs of steps
-    compute; elsewhere ``acts`` keeps what it held. With ragged rows this skips most padded positions (a third of
-    the product at NER's mixed lengths), as a packed sequence does."""
-    dirs, gates = acts.size(0), acts.size(-1)
-    if len(segments) == 1 and segments[0][0] == x.size(2):  # one run over every row: one product, in place
-        rows, start, stop = segments[0]
-        torch.baddbmm(bias, x[:, start:stop].reshape(dirs, -1, x.size(-1)), w_t,
-                      out=acts[:, start:stop].view(dirs, -1, gates))
-        return
-    for rows, start, stop in segments:
-        block = torch.baddbmm(bias, x[:, start:stop, :rows].reshape(dirs, -1, x.size(-1)), w_t)
-        acts[:, start:stop, :rows] = block.view(dirs, stop - start, rows, gates)
+    compute, in one product; elsewhere ``acts`` keeps what it held. With ragged rows this skips most padded
+    positions (a third of the product at NER's mixed lengths), as a packed sequence does."""
+    dirs, steps, batch, gates = acts.shape
+    if runs == [(batch, 0, steps)]:  # every row at every step: in place
+        torch.baddbmm(bias, x.reshape(dirs, -1, x.size(-1)), w_t, out=acts.view(dirs, -1, gates))
+    else:
+        scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
 
 
 def _fused_forward_steps(layer: LayerPass, acts, h, masters):
