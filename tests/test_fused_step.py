@@ -16,6 +16,7 @@ import torch
 from test_onlstm_fast import batch, compare_with_reference
 
 from onlstm_tasks.encoders import ONLSTM, fused_step
+from onlstm_tasks.encoders.dropout import drop_connect, keep_threshold
 from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
 from onlstm_tasks.encoders.onlstm_pass import LayerPass
 
@@ -166,3 +167,57 @@ def test_buffers_the_compiled_step_cannot_read_are_refused():
         fused_step.strided(torch.zeros(1, 2, 4, 3).transpose(-1, -2))
     with pytest.raises(ValueError, match=r"\[K, T, B, n\] or \[K, B, n\]"):
         fused_step.strided(torch.zeros(2, 3))
+
+
+@compiled_only
+@pytest.mark.parametrize("p", [0.3, 0.5, 0.999])
+def test_compiled_dropconnect_gives_the_pytorch_masks_weights_and_gradients(p):
+    """The same random state gives bit-identical masked weights and gradients on both back ends (the compiled pass
+    reads the lanes ``keep_masks`` thresholds); sizes not a multiple of the vector width exercise the loop tails."""
+    g = torch.Generator().manual_seed(5)
+    params = [torch.randn(*shape, generator=g).requires_grad_() for shape in ((37, 5), (1, 3), (64, 16))]
+    upstream = [torch.randn(w.shape, generator=g) for w in params]
+    results = []
+    for on in (True, False):
+        torch.manual_seed(11)
+        with fused_step.switched(on):
+            weights = drop_connect(params, p, training=True)
+        torch.autograd.backward(weights, upstream)
+        results.append(([w.detach() for w in weights], [w.grad.clone() for w in params]))
+        for w in params:
+            w.grad = None
+    (w_on, g_on), (w_off, g_off) = results
+    for a, b in zip(w_on + g_on, w_off + g_off):
+        assert torch.equal(a, b)
+    dropped = torch.cat([(w == 0).flatten() for w in w_on]).float().mean()
+    assert 0 < dropped < 1 if p < 0.9 else dropped > 0.9
+    _, scale = keep_threshold(1 - p)
+    for weight, w, grad, up in zip(params, w_on, g_on, upstream):
+        kept = w != 0
+        torch.testing.assert_close(w[kept], weight.detach()[kept] * scale, rtol=0, atol=0)
+        assert torch.equal(grad[~kept], torch.zeros_like(grad[~kept]))
+        torch.testing.assert_close(grad[kept], up[kept] * scale, rtol=0, atol=0)
+
+
+@compiled_only
+def test_compiled_dropconnect_is_used_only_where_it_applies_and_refuses_bad_lanes():
+    w = torch.randn(6, 4)
+    assert type(drop_connect([w.requires_grad_()], 0.3, True)[0].grad_fn).__name__ == "_CompiledDropConnectBackward"
+    for other in (w.double(), w.detach().to(torch.bfloat16)):
+        assert drop_connect([other], 0.3, True)[0].dtype == other.dtype  # the PyTorch mask instead
+    assert drop_connect([w], 0.3, training=False)[0] is w
+    with pytest.raises(ValueError, match="24 contiguous int16 lanes"):
+        fused_step.drop_connect(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
+    with pytest.raises(ValueError, match="float32 CPU"):
+        fused_step.drop_connect(w.detach().double(), torch.zeros(24, dtype=torch.int16), 100, 1.0)
+
+
+@compiled_only
+def test_compiled_dropconnect_keeps_exactly_the_lanes_below_the_threshold():
+    """Only the low 15 bits count (the top lane of a random word never has its sign bit, the others may), and the
+    comparison is strict: a lane equal to the threshold is dropped."""
+    threshold = 22938
+    lanes = torch.tensor([threshold - 1, threshold, threshold + 1, 0, 0x7FFF, -0x8000 + threshold - 1,
+                          -0x8000 + threshold, -1], dtype=torch.int16)
+    out = fused_step.drop_connect(torch.full((8,), 2.0), lanes, threshold, 1.5)
+    assert out.tolist() == [3.0, 0.0, 0.0, 3.0, 0.0, 3.0, 0.0, 0.0]

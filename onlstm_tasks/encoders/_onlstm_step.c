@@ -49,7 +49,7 @@
 
 /* fused_step.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 2
+#define ONLSTM_STEP_ABI 3
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -285,6 +285,17 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
         }
     }
     return 0;
+}
+
+/* DropConnect: out[i] = in[i] * (kept ? scale : 0) over n floats, entry i kept when the low 15 bits of lanes[i]
+ * are below `threshold` (1..32768). `lanes` are the 16-bit lanes of int64 words from torch's random_ (see
+ * dropout.random_lanes): the mask is keep_masks' entry for entry, and the generator stays torch's, with its seeding.
+ * One pass replaces the PyTorch path's four (threshold, bool, product, scaling); the backward calls it again with
+ * the same lanes to mask the gradient, so no mask is stored. */
+CLONES EXPORT void onlstm_dropconnect(float *restrict out, const float *restrict in, const int16_t *restrict lanes,
+                                      int64_t n, int32_t threshold, float scale) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[i] * (((int32_t)lanes[i] & 0x7FFF) < threshold ? scale : 0.0f);
 }
 
 /* A module object too, so that the file is a regular extension module for every build tool; Python code never

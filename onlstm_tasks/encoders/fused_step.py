@@ -1,4 +1,5 @@
-"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, and one layer's binding.
+"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
+the compiled DropConnect mask (:func:`drop_connect`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
 want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_pass.LayerPass` whether a layer may run
@@ -27,7 +28,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 2  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 3  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -78,6 +79,9 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_step.restype = ctypes.c_int
     lib.onlstm_step_backward.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_step_backward.restype = ctypes.c_int
+    lib.onlstm_dropconnect.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.c_int32, ctypes.c_float]
+    lib.onlstm_dropconnect.restype = None
     return lib
 
 
@@ -119,6 +123,20 @@ def strided(buf: torch.Tensor) -> _Strided:
     else:
         raise ValueError(f"expected a [K, T, B, n] or [K, B, n] buffer, got shape {tuple(buf.shape)}")
     return _Strided(buf.data_ptr(), t, k, r)
+
+
+def drop_connect(values: torch.Tensor, lanes: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
+    """A new tensor: ``values`` with the entries whose ``lanes`` (int16, one per entry, only their low 15 bits
+    read) are below ``threshold`` multiplied by ``scale``, the others zeroed, in one pass (``onlstm_dropconnect`` in
+    ``_onlstm_step.c``). Float32 CPU ``values``; the same lanes mask the gradient in the backward."""
+    if values.dtype != torch.float32 or values.device.type != "cpu":
+        raise ValueError(f"the compiled DropConnect reads float32 CPU tensors, got {values.dtype} on {values.device}")
+    if lanes.dtype != torch.int16 or lanes.numel() != values.numel() or not lanes.is_contiguous():
+        raise ValueError(f"expected {values.numel()} contiguous int16 lanes, got {lanes.numel()} {lanes.dtype}")
+    values = values.contiguous()
+    out = torch.empty_like(values)
+    _LIB.onlstm_dropconnect(out.data_ptr(), values.data_ptr(), lanes.data_ptr(), values.numel(), threshold, scale)
+    return out
 
 
 class FusedSteps:

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from .base import EncoderOutput, StatefulEncoder, check_layer_states
-from .dropout import check_probability, drop_connect, keep_masks, locked_dropout
+from .dropout import check_probability, drop_connect, locked_dropout
 from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions, run_left_to_right
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -74,20 +74,9 @@ class ONLSTM(StatefulEncoder):
         return self.cells[layer * self.num_directions + direction]
 
     def recurrent_weights(self) -> list[torch.Tensor]:
-        """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode.
-
-        One sample per cell, in cell order (layer-major, forward direction first). The masks are those of
-        :func:`drop_connect` (each entry kept with probability ``1 - p``, rounded to a multiple of 2^-15, kept ones
-        scaled by its inverse), drawn for all cells at once by :func:`keep_masks`: on CPU several times faster than the ``bernoulli_`` of
-        ``F.dropout``, which alone cost about 4% of a training step at NER shapes.
-        """
-        if not self.training or self.dropconnect == 0.0:
-            return [drop_connect(cell.weight_hh, self.dropconnect, self.training) for cell in self.cells]
-        weights = [cell.weight_hh for cell in self.cells]
-        kept, scale = keep_masks(sum(w.numel() for w in weights), 1.0 - self.dropconnect, weights[0].device)
-        masks = kept.split([w.numel() for w in weights])
-        # the product is not saved for the backward, so scaling it in place is safe (and saves a float mask)
-        return [(w * mask.view_as(w)).mul_(scale) for w, mask in zip(weights, masks)]
+        """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode (see
+        :func:`drop_connect`): one sample per cell, in cell order (layer-major, forward direction first)."""
+        return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 state: LayerStates | None = None) -> EncoderOutput:

@@ -51,9 +51,8 @@ class _TorchRNN(StatefulEncoder):
         module returns them; in training with DropConnect, on freshly dropped recurrent weights."""
         if not (self.training and self.dropconnect > 0):
             return rnn(inputs, hx)
-        dropped = {name: drop_connect(p, self.dropconnect, True)
-                   for name, p in rnn.named_parameters() if name.startswith("weight_hh")}
-        return functional_call(rnn, dropped, (inputs, hx))
+        names, weights = zip(*((n, p) for n, p in rnn.named_parameters() if n.startswith("weight_hh")))
+        return functional_call(rnn, dict(zip(names, drop_connect(weights, self.dropconnect, True))), (inputs, hx))
 
     def _run_packed(self, rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """One layer on a padded batch (either direction), from a zero state: outputs [B, T, H * dirs]."""
