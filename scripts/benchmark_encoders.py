@@ -1,6 +1,7 @@
 """Encoder speed at NER shapes: ON-LSTM vs nn.LSTM (and the plain reference cell), as ratios from one run.
 
     python scripts/benchmark_encoders.py [--quick] [--threads 1] [--clock cpu] [--device cuda] [--batch 32 ...]
+    python scripts/benchmark_encoders.py --dropconnect-only [--repeats 15]
 
 For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
 it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
@@ -40,6 +41,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from onlstm_tasks.encoders import ONLSTM, fused_step
+from onlstm_tasks.encoders.dropout import drop_connect
 from onlstm_tasks.encoders.reference import reference_encode
 
 
@@ -134,8 +136,10 @@ def encoder_table(args, x, masks, repeats, clock) -> None:
 
 
 def dropconnect_lines(args, x, masks, repeats, clock) -> None:
-    """What DropConnect costs in training: the same ONLSTM with p=0.3 vs p=0 (twice the repeats: a small gap)."""
-    print("\nDropConnect (p=0.3) in training, forward+backward: ON-LSTM with vs without")
+    """What DropConnect costs in training: the same ONLSTM with p=0.3 vs p=0, and p=0 against itself as a control
+    (the noise of this measurement), in the same turns, with three times the repeats (a small gap). Then the masks
+    alone (one forward pass's weights, forward and backward) on both back ends of ``drop_connect``."""
+    print("\nDropConnect (p=0.3) in training, forward+backward: ON-LSTM with vs without (control: without vs itself)")
     for bi, layers, mask_name in ((False, 1, "full"), (True, 2, "mixed")):
         torch.manual_seed(1)
         off = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).to(x.device).train()
@@ -143,10 +147,24 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
         on.load_state_dict(off.state_dict())
         on.to(x.device).train()
         mask = masks[mask_name]
-        t_off, t_on = interleaved_medians([onlstm_step(off, x, mask, True), onlstm_step(on, x, mask, True)],
-                                          2 * repeats, clock=clock)
+        step_off = onlstm_step(off, x, mask, True)
+        t_off, t_on, t_control = interleaved_medians([step_off, onlstm_step(on, x, mask, True), step_off],
+                                                     3 * repeats, clock=clock)
         print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  off {t_off:.2f} ms, on {t_on:.2f} ms: "
-              f"{100 * (t_on / t_off - 1):+.1f}%")
+              f"{100 * (t_on / t_off - 1):+.1f}% (control {100 * (t_control / t_off - 1):+.1f}%)")
+        if x.device.type == "cpu" and fused_step.built() and not bi:
+            weights = [cell.weight_hh for cell in on.cells]
+
+            def masks_only(compiled: bool, model: ONLSTM = on, weights: list = weights) -> Callable[[], None]:
+                def step() -> None:
+                    model.zero_grad(set_to_none=True)
+                    with fused_step.switched(compiled):
+                        sampled = drop_connect(weights, 0.3, training=True)
+                    torch.autograd.backward(sampled, [torch.ones_like(w) for w in sampled])
+                return step
+            t_c, t_t = interleaved_medians([masks_only(True), masks_only(False)], 3 * repeats, clock=clock)
+            print(f"{'':<19}its masks alone (forward+backward): compiled {t_c:.2f} ms, PyTorch operations "
+                  f"{t_t:.2f} ms ({t_t / t_c:.1f}x)")
 
 
 def reference_lines(args, x, mask, repeats, clock) -> None:
@@ -229,6 +247,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="5 repeats, reference cell skipped")
     ap.add_argument("--reference-repeats", type=int, default=1)
     ap.add_argument("--family", action="store_true", help="time the LSTM family even with --quick")
+    ap.add_argument("--dropconnect-only", action="store_true",
+                    help="only the DropConnect lines (to repeat that small measurement on its own)")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                     help="where to run (default: the GPU when there is one)")
@@ -260,6 +280,9 @@ def main() -> None:
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
           f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")
+    if args.dropconnect_only:
+        dropconnect_lines(args, x, masks, repeats, clock)
+        return
     encoder_table(args, x, masks, repeats, clock)
     dropconnect_lines(args, x, masks, repeats, clock)
     if not args.quick:

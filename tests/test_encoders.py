@@ -18,8 +18,9 @@ from onlstm_tasks.encoders import (
     PeepholeLSTM,
     SequenceEncoder,
 )
+from onlstm_tasks.encoders import fused_step
 from onlstm_tasks.encoders.base import reverse_padded
-from onlstm_tasks.encoders.dropout import keep_masks, locked_dropout
+from onlstm_tasks.encoders.dropout import drop_connect, keep_threshold, locked_dropout, random_lanes
 from onlstm_tasks.encoders.reference import reference_encode
 
 ENCODERS = {
@@ -135,29 +136,55 @@ def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
     torch.testing.assert_close(enc(x, mask).hidden, reference_encode(enc, x, mask)[0], atol=1e-5, rtol=1e-5)
 
 
+GENERATORS = [pytest.param(True, id="compiled-xoshiro",
+                            marks=[pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason="the compiled library was not built")]),
+              pytest.param(False, id="torch-random")]
+
+
+@pytest.mark.parametrize("compiled", GENERATORS)
 @pytest.mark.parametrize("keep", [0.5, 0.7, 0.9, 0.999])
-def test_keep_masks_keep_at_the_asked_rate_with_mean_one(keep):
+def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
     torch.manual_seed(0)
     n = 1 << 20
-    kept, scale = keep_masks(n, keep)
-    assert kept.shape == (n,) and kept.dtype == torch.bool
-    rounded = round(keep * 2**15) / 2**15  # the keep probability at the masks' 15-bit resolution
+    with fused_step.switched(compiled):
+        lanes = random_lanes(n)
+        (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True)
+    threshold, scale = keep_threshold(keep)
+    rounded = threshold / 2**15  # the keep probability at the masks' 15-bit resolution
     assert abs(rounded - keep) <= 2**-16 and scale == 1 / rounded  # so the mask's mean is exactly 1
+    assert set(w.unique().tolist()) <= {0.0, torch.tensor(scale).item()}  # scale in float32
     sigma = (keep * (1 - keep) / n) ** 0.5
-    assert abs(kept.float().mean().item() - keep) < 5 * sigma
-    # every lane of the random words is uniform (the top lane lacks the sign bit, which is masked off anyway),
-    # and neighbouring entries, which share a word, are not correlated
-    lanes = kept.view(-1, 4).float()
+    assert abs((w != 0).float().mean().item() - keep) < 5 * sigma
+    # every lane of the random words is uniform, and neighbouring entries (which share a word) are not correlated
+    kept = ((lanes & 0x7FFF) < threshold).view(-1, 4).float()
     for lane in range(4):
-        assert abs(lanes[:, lane].mean().item() - keep) < 10 * sigma
-    for a, b in ((0, 1), (2, 3), (0, 3)):
-        assert abs((lanes[:, a] * lanes[:, b]).mean().item() - keep**2) < 10 * sigma
+        assert abs(kept[:, lane].mean().item() - keep) < 10 * sigma
+    for a, b in ((0, 1), (2, 3), (0, 3), (1, 2)):
+        assert abs((kept[:, a] * kept[:, b]).mean().item() - keep**2) < 10 * sigma
+    values = (lanes & 0x7FFF).float()  # uniform on 0..32767: mean and variance of the discrete uniform
+    assert abs(values.mean().item() - 16383.5) < 5 * 9459 / n**0.5
+    assert abs(values.var().item() / (32768**2 - 1) * 12 - 1) < 0.01
 
 
-def test_dropconnect_weights_are_zero_or_scaled_and_get_masked_gradients():
+@pytest.mark.parametrize("compiled", GENERATORS)
+def test_dropconnect_masks_follow_torch_manual_seed_and_differ_between_calls(compiled):
+    w = torch.randn(50, 40)
+    with fused_step.switched(compiled):
+        torch.manual_seed(7)
+        a, b = drop_connect([w, w], 0.5, training=True)
+        torch.manual_seed(7)
+        a2, b2 = drop_connect([w, w], 0.5, training=True)
+        c, _ = drop_connect([w, w], 0.5, training=True)
+    assert torch.equal(a, a2) and torch.equal(b, b2)
+    assert not torch.equal(a, b) and not torch.equal(a, c)
+
+
+@pytest.mark.parametrize("compiled", GENERATORS)
+def test_dropconnect_weights_are_zero_or_scaled_and_get_masked_gradients(compiled):
     enc = ONLSTM(6, 8, 2, dropconnect=0.3).train()
     torch.manual_seed(3)
-    (w,) = enc.recurrent_weights()
+    with fused_step.switched(compiled):
+        (w,) = enc.recurrent_weights()
     kept = w != 0
     scale = 2**15 / round(0.7 * 2**15)
     torch.testing.assert_close(w[kept], enc.cells[0].weight_hh[kept] * scale)

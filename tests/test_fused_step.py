@@ -16,7 +16,7 @@ import torch
 from test_onlstm_fast import batch, compare_with_reference
 
 from onlstm_tasks.encoders import ONLSTM, fused_step
-from onlstm_tasks.encoders.dropout import drop_connect, keep_threshold
+from onlstm_tasks.encoders.dropout import _CompiledDropConnect, _masked, drop_connect, keep_threshold, random_lanes
 from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
 from onlstm_tasks.encoders.onlstm_pass import LayerPass
 
@@ -171,17 +171,17 @@ def test_buffers_the_compiled_step_cannot_read_are_refused():
 
 @compiled_only
 @pytest.mark.parametrize("p", [0.3, 0.5, 0.999])
-def test_compiled_dropconnect_gives_the_pytorch_masks_weights_and_gradients(p):
-    """The same random state gives bit-identical masked weights and gradients on both back ends (the compiled pass
-    reads the lanes ``keep_masks`` thresholds); sizes not a multiple of the vector width exercise the loop tails."""
+def test_compiled_dropconnect_gives_the_pytorch_weights_and_gradients(p):
+    """The same lanes give bit-identical masked weights and gradients on both back ends; sizes not a multiple of the
+    vector width exercise the loop tails."""
     g = torch.Generator().manual_seed(5)
     params = [torch.randn(*shape, generator=g).requires_grad_() for shape in ((37, 5), (1, 3), (64, 16))]
     upstream = [torch.randn(w.shape, generator=g) for w in params]
+    lanes = [random_lanes(w.numel()) for w in params]
+    threshold, scale = keep_threshold(1 - p)
     results = []
-    for on in (True, False):
-        torch.manual_seed(11)
-        with fused_step.switched(on):
-            weights = drop_connect(params, p, training=True)
+    for apply in (_CompiledDropConnect.apply, _masked):
+        weights = [apply(w, lane, threshold, scale) for w, lane in zip(params, lanes)]
         torch.autograd.backward(weights, upstream)
         results.append(([w.detach() for w in weights], [w.grad.clone() for w in params]))
         for w in params:
@@ -191,17 +191,54 @@ def test_compiled_dropconnect_gives_the_pytorch_masks_weights_and_gradients(p):
         assert torch.equal(a, b)
     dropped = torch.cat([(w == 0).flatten() for w in w_on]).float().mean()
     assert 0 < dropped < 1 if p < 0.9 else dropped > 0.9
-    _, scale = keep_threshold(1 - p)
     for weight, w, grad, up in zip(params, w_on, g_on, upstream):
         kept = w != 0
-        torch.testing.assert_close(w[kept], weight.detach()[kept] * scale, rtol=0, atol=0)
+        assert torch.equal(w[kept], weight.detach()[kept] * scale)
         assert torch.equal(grad[~kept], torch.zeros_like(grad[~kept]))
-        torch.testing.assert_close(grad[kept], up[kept] * scale, rtol=0, atol=0)
+        assert torch.equal(grad[kept], up[kept] * scale)
+
+
+def xoshiro128pp(state: list[int], count: int) -> list[int]:
+    """The reference xoshiro128++ (Blackman & Vigna), one generator, in Python: ``count`` words from state
+    ``[s0, s1, s2, s3]``."""
+    def rotl(x, k):
+        return ((x << k) | (x >> (32 - k))) & 0xFFFFFFFF
+    s0, s1, s2, s3 = state
+    out = []
+    for _ in range(count):
+        out.append((rotl((s0 + s3) & 0xFFFFFFFF, 7) + s0) & 0xFFFFFFFF)
+        t = (s1 << 9) & 0xFFFFFFFF
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = rotl(s3, 11)
+    return out
+
+
+@compiled_only
+@pytest.mark.parametrize("words", [1, 16, 37, 160])
+def test_compiled_random_words_are_sixteen_interleaved_xoshiro128pp_generators(words):
+    torch.manual_seed(words)
+    state = torch.randint(-2**31, 2**31, (4 * fused_step.STREAMS,), dtype=torch.int32)
+    before = [v & 0xFFFFFFFF for v in state.tolist()]
+    got = [v & 0xFFFFFFFF for v in fused_step.random_words(words, state).tolist()]
+    streams = fused_step.STREAMS
+    for stream in range(streams):
+        expected = xoshiro128pp(before[stream::streams], -(-words // streams))
+        assert got[stream::streams] == expected[: len(got[stream::streams])]
+    # the state moved on by whole chunks of one word per generator
+    chunks = -(-words // streams)
+    again = [v & 0xFFFFFFFF for v in fused_step.random_words(streams, state).tolist()]
+    assert again == [xoshiro128pp(before[s::streams], chunks + 1)[-1] for s in range(streams)]
 
 
 @compiled_only
 def test_compiled_dropconnect_is_used_only_where_it_applies_and_refuses_bad_lanes():
     w = torch.randn(6, 4)
+    with pytest.raises(ValueError, match="int32 CPU state of 64 words"):
+        fused_step.random_words(3, torch.zeros(63, dtype=torch.int32))
     assert type(drop_connect([w.requires_grad_()], 0.3, True)[0].grad_fn).__name__ == "_CompiledDropConnectBackward"
     for other in (w.double(), w.detach().to(torch.bfloat16)):
         assert drop_connect([other], 0.3, True)[0].dtype == other.dtype  # the PyTorch mask instead

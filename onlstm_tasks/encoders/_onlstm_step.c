@@ -49,7 +49,7 @@
 
 /* fused_step.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 3
+#define ONLSTM_STEP_ABI 4
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -285,6 +285,39 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
         }
     }
     return 0;
+}
+
+/* Random words for DropConnect masks: 16 xoshiro128++ generators (Blackman & Vigna, "Scrambled linear pseudorandom
+ * number generators", 2021) side by side, word 16 k + l from generator l, so that the loop vectorises. `state` holds
+ * the 16 generators' states as s0[16], s1[16], s2[16], s3[16] (seeded by the caller from torch's generator, which
+ * keeps torch.manual_seed in charge) and is advanced in place. Writes `words` uint32 values to `out`. The 15-bit
+ * lanes DropConnect reads are the low 15 bits of each 16-bit half; xoshiro128++'s scrambler makes every bit of its
+ * output usable, unlike xoshiro128+'s low bits. About six times faster than torch's CPU random_ (mt19937). */
+#define XOSHIRO_STREAMS 16
+
+INLINE uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+
+CLONES EXPORT void onlstm_random_words(uint32_t *restrict out, int64_t words, uint32_t *restrict state) {
+    uint32_t *s0 = state, *s1 = state + XOSHIRO_STREAMS, *s2 = state + 2 * XOSHIRO_STREAMS,
+             *s3 = state + 3 * XOSHIRO_STREAMS;
+    for (int l = 0; l < XOSHIRO_STREAMS; l++)
+        if ((s0[l] | s1[l] | s2[l] | s3[l]) == 0) /* the one state xoshiro cannot leave (chance 2^-128) */
+            s0[l] = 1;
+    uint32_t chunk[XOSHIRO_STREAMS];
+    for (int64_t first = 0; first < words; first += XOSHIRO_STREAMS) {
+        for (int l = 0; l < XOSHIRO_STREAMS; l++) {
+            chunk[l] = rotl32(s0[l] + s3[l], 7) + s0[l];
+            const uint32_t t = s1[l] << 9;
+            s2[l] ^= s0[l];
+            s3[l] ^= s1[l];
+            s1[l] ^= s2[l];
+            s0[l] ^= s3[l];
+            s2[l] ^= t;
+            s3[l] = rotl32(s3[l], 11);
+        }
+        const int64_t left = words - first;
+        memcpy(out + first, chunk, (size_t)(left < XOSHIRO_STREAMS ? left : XOSHIRO_STREAMS) * sizeof(uint32_t));
+    }
 }
 
 /* DropConnect: out[i] = in[i] * (kept ? scale : 0) over n floats, entry i kept when the low 15 bits of lanes[i]

@@ -26,27 +26,31 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> l
     as they are. (The ON-LSTM authors do not rescale in training and multiply by ``1 - p`` in eval: the same model up
     to the factor ``1 - p`` on the weight, which :meth:`ONLSTM.load_reference_state_dict` applies.)
 
-    The masks come from :func:`random_lanes` (torch's generator: ``torch.manual_seed`` reproduces them) and are
-    applied by one of two back ends, which give the same result for the same random state:
+    The masks are drawn as :func:`random_lanes` (from torch's generator: ``torch.manual_seed`` reproduces them) and
+    applied by one of two back ends, which give bit-identical results from the same lanes:
 
     - float32 on the CPU with the compiled library built (:mod:`.fused_step`): one pass per matrix reads its lanes
-      and writes the masked weights, and the backward reads the same lanes to mask the gradient; no mask is
-      materialised. At NER shapes this is a third of the time of the PyTorch operations below, forward and backward
-      (``scripts/benchmark_dropconnect.py``);
-    - elsewhere (CUDA, other dtypes, no compiler): a boolean mask from :func:`keep_masks`, applied as ``w * kept``
-      scaled in place, so no float mask is materialised.
+      and writes the masked weights, and the backward reads the same lanes to mask the gradient: no mask is
+      materialised, and forward plus backward take half the time of the PyTorch operations below
+      (``scripts/benchmark_encoders.py --dropconnect-only`` prints both);
+    - elsewhere (CUDA, other dtypes, no compiler): ``w * kept`` scaled in place, ``kept`` the boolean mask.
     """
     weights = list(weights)
     if not training or p == 0.0 or not weights:
         return weights
     threshold, scale = keep_threshold(1.0 - p)
     sizes = [w.numel() for w in weights]
-    if all(fused_step.usable(w) for w in weights):
-        lanes = random_lanes(sum(sizes), weights[0].device).split(sizes)
-        return [_CompiledDropConnect.apply(w, lane, threshold, scale) for w, lane in zip(weights, lanes)]
-    kept, scale = keep_masks(sum(sizes), 1.0 - p, weights[0].device)
+    lanes = random_lanes(sum(sizes), weights[0].device).split(sizes)
+    apply = _CompiledDropConnect.apply if all(fused_step.usable(w) for w in weights) else _masked
+    return [apply(w, lane, threshold, scale) for w, lane in zip(weights, lanes)]
+
+
+def _masked(weight: torch.Tensor, lanes: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
+    """``weight`` with the entries whose lanes' low 15 bits are below ``threshold`` scaled by ``scale``, the others
+    zeroed, as PyTorch operations (differentiable)."""
+    kept = (lanes & 0x7FFF) < threshold
     # the product is not saved for the backward, so scaling it in place is safe (and saves a float mask)
-    return [(w * mask.view_as(w)).mul_(scale) for w, mask in zip(weights, kept.split(sizes))]
+    return (weight * kept.view_as(weight)).mul_(scale)
 
 
 def keep_threshold(keep: float) -> tuple[int, float]:
@@ -61,20 +65,20 @@ def keep_threshold(keep: float) -> tuple[int, float]:
 
 
 def random_lanes(n: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """``n`` int16 values whose low 15 bits are uniform and independent: the four 16-bit lanes of each word of
-    ``random_`` on int64 (uniform on [0, 2^63), so the top lane's sign bit is always 0). A quarter of the random
-    words of ``torch.rand``, which is most of a mask's cost on CPU."""
+    """``n`` int16 values whose low 15 bits are uniform and independent, from torch's generator (so
+    ``torch.manual_seed`` reproduces them), on ``device``.
+
+    On the CPU with the compiled library (:mod:`.fused_step`): the two 16-bit halves of 32-bit words from sixteen
+    xoshiro128++ generators side by side, whose 128-bit states torch's generator draws afresh at every call (64
+    words): 0.04 ms for a 1088 x 256 matrix, against 0.29 ms for the words of torch's own CPU generator below (an
+    mt19937), which was the largest part of DropConnect's cost. Elsewhere: the four 16-bit lanes of each word of
+    ``random_`` on int64 (uniform on [0, 2^63), so the top lane's sign bit is always 0), a quarter of the random words
+    of ``torch.rand``."""
+    device = torch.device("cpu" if device is None else device)
+    if fused_step.on_cpu(device):
+        state = torch.randint(-2**31, 2**31, (4 * fused_step.STREAMS,), dtype=torch.int32)
+        return fused_step.random_words((n + 1) // 2, state).view(torch.int16)[:n]
     return torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_().view(torch.int16)[:n]
-
-
-def keep_masks(n: int, keep: float, device: torch.device | str | None = None) -> tuple[torch.Tensor, float]:
-    """An inverted-dropout mask of ``n`` independent entries as ``(kept, scale)`` with PyTorch operations: ``kept``
-    [n] is True when the low 15 bits of :func:`random_lanes` are below ``keep_threshold(keep)``, so with probability
-    ``keep`` rounded to 2^-15; the mask is ``kept * scale``. About 2.5x faster on CPU than thresholding
-    ``torch.rand`` (0.40 vs 1.0 ms for one 1088 x 256 matrix).
-    """
-    threshold, scale = keep_threshold(keep)
-    return random_lanes(n, device).bitwise_and_(0x7FFF) < threshold, scale
 
 
 class _CompiledDropConnect(torch.autograd.Function):

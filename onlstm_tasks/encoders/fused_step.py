@@ -28,7 +28,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 3  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 4  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -82,6 +82,8 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_dropconnect.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                        ctypes.c_int32, ctypes.c_float]
     lib.onlstm_dropconnect.restype = None
+    lib.onlstm_random_words.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    lib.onlstm_random_words.restype = None
     return lib
 
 
@@ -96,7 +98,12 @@ def built() -> bool:
 
 def usable(x: torch.Tensor) -> bool:
     """Whether a layer over ``x`` (and weights of its dtype and device) may use the compiled step."""
-    return _enabled and _LIB is not None and x.device.type == "cpu" and x.dtype == torch.float32
+    return on_cpu(x.device) and x.dtype == torch.float32
+
+
+def on_cpu(device: torch.device) -> bool:
+    """Whether the compiled library is in use (built, loaded, not switched off) and ``device`` is the CPU."""
+    return _enabled and _LIB is not None and device.type == "cpu"
 
 
 @contextmanager
@@ -123,6 +130,21 @@ def strided(buf: torch.Tensor) -> _Strided:
     else:
         raise ValueError(f"expected a [K, T, B, n] or [K, B, n] buffer, got shape {tuple(buf.shape)}")
     return _Strided(buf.data_ptr(), t, k, r)
+
+
+STREAMS = 16  # XOSHIRO_STREAMS in _onlstm_step.c
+
+
+def random_words(words: int, state: torch.Tensor) -> torch.Tensor:
+    """``words`` random 32-bit words (int32) from the compiled xoshiro128++ generators (``onlstm_random_words`` in
+    ``_onlstm_step.c``), whose ``state`` (int32 [4 * STREAMS], any values) is advanced in place."""
+    if state.dtype != torch.int32 or state.shape != (4 * STREAMS,) or not state.is_contiguous() \
+            or state.device.type != "cpu":
+        raise ValueError(f"expected a contiguous int32 CPU state of {4 * STREAMS} words, got {state.dtype} "
+                         f"{tuple(state.shape)} on {state.device}")
+    out = torch.empty(words, dtype=torch.int32)
+    _LIB.onlstm_random_words(out.data_ptr(), words, state.data_ptr())
+    return out
 
 
 def drop_connect(values: torch.Tensor, lanes: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
