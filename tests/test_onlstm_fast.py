@@ -67,6 +67,22 @@ def test_matches_reference_without_padding_and_when_every_row_ends_early(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_matches_reference_when_every_sentence_is_one_token(dtype, bidirectional):
+    """No step reads a previous state, so W_hh's gradient is zero (a batch of one-token sentences, as length
+    bucketing makes from real corpora; it once crashed the backward)."""
+    torch.manual_seed(2)
+    enc = ONLSTM(5, 12, 4, num_layers=2, bidirectional=bidirectional).to(dtype)
+    for lengths, steps in (([1, 1, 1], 1), ([1, 1], 4)):  # a full batch of one step; one step, then padding
+        x, mask = batch(dtype, lengths=lengths, steps=steps)
+        compare_with_reference(enc, x, mask)
+        out = enc(x, mask)
+        out.hidden.sum().backward()
+        assert all((cell.weight_hh.grad == 0).all() for cell in enc.cells)
+        enc.zero_grad()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_dropconnect_in_training_matches_reference_on_the_sampled_weights(dtype):
     enc = ONLSTM(5, 12, 3, num_layers=2, bidirectional=True, dropconnect=0.4).to(dtype).train()
     x, mask = batch(dtype)

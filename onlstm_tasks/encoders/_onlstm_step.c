@@ -11,6 +11,9 @@
  * onlstm_steps_torch.backward_steps computes with PyTorch operations): the recurrent product into dL/dh and the
  * three big products at the end stay in PyTorch (onlstm_pass.py, onlstm_function.py).
  *
+ * onlstm_random_words and onlstm_dropconnect draw and apply DropConnect masks (dropout.py's drop_connect): a faster
+ * generator than torch's CPU mt19937, and one pass instead of four PyTorch operations.
+ *
  * Why compiled: PyTorch runs each of those operations as a separate pass over memory, and at NER shapes (32 rows x
  * 256 neurons) each pass is short enough for the fixed cost of an operation to dominate. Here one pass per row does
  * all of it. The exponential is a polynomial written so that the compiler vectorises the loops (a scalar expf per

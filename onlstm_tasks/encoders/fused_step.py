@@ -1,5 +1,5 @@
 """The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
-the compiled DropConnect mask (:func:`drop_connect`).
+the compiled DropConnect helpers (:func:`random_words`, :func:`drop_connect`; used by :mod:`.dropout`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
 want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_pass.LayerPass` whether a layer may run

@@ -40,9 +40,11 @@ def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
 
 def gather_runs(buf: torch.Tensor, runs, offset: int = 0) -> torch.Tensor:
     """The (step + offset, row) entries of buf [K, T, B, n] for every run's steps and rows, packed: [K, N, n]
-    (a view when there is one run over every row)."""
+    (a view when there is one run over every row; N = 0 for no runs, as when no step reads a previous one)."""
     blocks = [buf[:, start + offset : stop + offset, :rows].reshape(buf.size(0), -1, buf.size(-1))
               for rows, start, stop in runs]
+    if not blocks:
+        return buf.new_zeros(buf.size(0), 0, buf.size(-1))
     return blocks[0] if len(blocks) == 1 else torch.cat(blocks, 1)
 
 
