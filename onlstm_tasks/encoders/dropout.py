@@ -31,8 +31,8 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> l
 
     - float32 on the CPU with the compiled library built (:mod:`.fused_step`): one pass per matrix reads its lanes
       and writes the masked weights, and the backward reads the same lanes to mask the gradient: no mask is
-      materialised, and forward plus backward take half the time of the PyTorch operations below
-      (``scripts/benchmark_encoders.py --dropconnect-only`` prints both);
+      materialised. With the lanes' generator, forward plus backward take a third (one thread) to a half (two
+      threads) of the time of the PyTorch path (``scripts/benchmark_encoders.py --dropconnect-only`` prints both);
     - elsewhere (CUDA, other dtypes, no compiler): ``w * kept`` scaled in place, ``kept`` the boolean mask.
     """
     weights = list(weights)
