@@ -244,9 +244,9 @@ def test_compiled_dropconnect_is_used_only_where_it_applies_and_refuses_bad_lane
         assert drop_connect([other], 0.3, True)[0].dtype == other.dtype  # the PyTorch mask instead
     assert drop_connect([w], 0.3, training=False)[0] is w
     with pytest.raises(ValueError, match="24 contiguous int16 lanes"):
-        fused_step.drop_connect(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
+        fused_step.masked(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
     with pytest.raises(ValueError, match="float32 CPU"):
-        fused_step.drop_connect(w.detach().double(), torch.zeros(24, dtype=torch.int16), 100, 1.0)
+        fused_step.masked(w.detach().double(), torch.zeros(24, dtype=torch.int16), 100, 1.0)
 
 
 @compiled_only
@@ -256,5 +256,5 @@ def test_compiled_dropconnect_keeps_exactly_the_lanes_below_the_threshold():
     threshold = 22938
     lanes = torch.tensor([threshold - 1, threshold, threshold + 1, 0, 0x7FFF, -0x8000 + threshold - 1,
                           -0x8000 + threshold, -1], dtype=torch.int16)
-    out = fused_step.drop_connect(torch.full((8,), 2.0), lanes, threshold, 1.5)
+    out = fused_step.masked(torch.full((8,), 2.0), lanes, threshold, 1.5)
     assert out.tolist() == [3.0, 0.0, 0.0, 3.0, 0.0, 3.0, 0.0, 0.0]

@@ -295,7 +295,7 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
  * the 16 generators' states as s0[16], s1[16], s2[16], s3[16] (seeded by the caller from torch's generator, which
  * keeps torch.manual_seed in charge) and is advanced in place. Writes `words` uint32 values to `out`. The 15-bit
  * lanes DropConnect reads are the low 15 bits of each 16-bit half; xoshiro128++'s scrambler makes every bit of its
- * output usable, unlike xoshiro128+'s low bits. About six times faster than torch's CPU random_ (mt19937). */
+ * output usable, unlike xoshiro128+'s low bits. About seven times faster than torch's CPU random_ (mt19937). */
 #define XOSHIRO_STREAMS 16
 
 INLINE uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
@@ -324,10 +324,10 @@ CLONES EXPORT void onlstm_random_words(uint32_t *restrict out, int64_t words, ui
 }
 
 /* DropConnect: out[i] = in[i] * (kept ? scale : 0) over n floats, entry i kept when the low 15 bits of lanes[i]
- * are below `threshold` (1..32768). `lanes` are the 16-bit lanes of int64 words from torch's random_ (see
- * dropout.random_lanes): the mask is keep_masks' entry for entry, and the generator stays torch's, with its seeding.
- * One pass replaces the PyTorch path's four (threshold, bool, product, scaling); the backward calls it again with
- * the same lanes to mask the gradient, so no mask is stored. */
+ * are below `threshold` (1..32768). `lanes` are random 16-bit values (dropout.random_lanes: on the CPU the halves of
+ * onlstm_random_words' words); dropout._masked computes the same with PyTorch operations. One pass replaces those
+ * four (threshold, bool, product, scaling); the backward calls it again with the same lanes to mask the gradient,
+ * so no mask is stored. */
 CLONES EXPORT void onlstm_dropconnect(float *restrict out, const float *restrict in, const int16_t *restrict lanes,
                                       int64_t n, int32_t threshold, float scale) {
     for (int64_t i = 0; i < n; i++)

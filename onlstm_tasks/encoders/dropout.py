@@ -26,7 +26,7 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> l
     as they are. (The ON-LSTM authors do not rescale in training and multiply by ``1 - p`` in eval: the same model up
     to the factor ``1 - p`` on the weight, which :meth:`ONLSTM.load_reference_state_dict` applies.)
 
-    The masks are drawn as :func:`random_lanes` (from torch's generator: ``torch.manual_seed`` reproduces them) and
+    The masks are drawn as :func:`random_lanes` (``torch.manual_seed`` reproduces them) and
     applied by one of two back ends, which give bit-identical results from the same lanes:
 
     - float32 on the CPU with the compiled library built (:mod:`.fused_step`): one pass per matrix reads its lanes
@@ -65,8 +65,8 @@ def keep_threshold(keep: float) -> tuple[int, float]:
 
 
 def random_lanes(n: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """``n`` int16 values whose low 15 bits are uniform and independent, from torch's generator (so
-    ``torch.manual_seed`` reproduces them), on ``device``.
+    """``n`` int16 values whose low 15 bits are uniform and independent, on ``device``, drawn from or seeded by
+    torch's generator (so ``torch.manual_seed`` reproduces them).
 
     On the CPU with the compiled library (:mod:`.fused_step`): the two 16-bit halves of 32-bit words from sixteen
     xoshiro128++ generators side by side, whose 128-bit states torch's generator draws afresh at every call (64
@@ -82,19 +82,19 @@ def random_lanes(n: int, device: torch.device | str | None = None) -> torch.Tens
 
 
 class _CompiledDropConnect(torch.autograd.Function):
-    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.fused_step.drop_connect`);
+    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.fused_step.masked`);
     the backward masks the gradient with the same lanes."""
 
     @staticmethod
     def forward(ctx, weight, lanes, threshold, scale):
         ctx.save_for_backward(lanes)
         ctx.mask_args = (threshold, scale)
-        return fused_step.drop_connect(weight, lanes, threshold, scale)
+        return fused_step.masked(weight, lanes, threshold, scale)
 
     @staticmethod
     def backward(ctx, grad):
         (lanes,) = ctx.saved_tensors
-        return fused_step.drop_connect(grad, lanes, *ctx.mask_args), None, None, None
+        return fused_step.masked(grad, lanes, *ctx.mask_args), None, None, None
 
 
 def check_probability(name: str, p: float) -> None:

@@ -1,5 +1,5 @@
 """The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
-the compiled DropConnect helpers (:func:`random_words`, :func:`drop_connect`; used by :mod:`.dropout`).
+the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by :mod:`.dropout`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
 want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_pass.LayerPass` whether a layer may run
@@ -147,7 +147,7 @@ def random_words(words: int, state: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def drop_connect(values: torch.Tensor, lanes: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
+def masked(values: torch.Tensor, lanes: torch.Tensor, threshold: int, scale: float) -> torch.Tensor:
     """A new tensor: ``values`` with the entries whose ``lanes`` (int16, one per entry, only their low 15 bits
     read) are below ``threshold`` multiplied by ``scale``, the others zeroed, in one pass (``onlstm_dropconnect`` in
     ``_onlstm_step.c``). Float32 CPU ``values``; the same lanes mask the gradient in the backward."""
