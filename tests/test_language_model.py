@@ -321,7 +321,7 @@ def test_an_untrained_ner_model_differs_from_the_lm_and_a_misfit_encoder_is_an_e
 
 
 def test_trees_eval_accepts_an_lm_checkpoint(capsys, bi_checkpoint, tmp_path):
-    from onlstm_tasks.trees.cli import main as trees_main
+    from onlstm_tasks.probing.cli import main as trees_main
 
     gold = tmp_path / "gold.txt"
     gold.write_text("(S (NP (DT the) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))\n"
@@ -379,7 +379,7 @@ def test_a_bidirectional_lm_starts_td_lstm_left_from_its_forward_and_right_from_
 
 
 def test_probe_master_gates_of_a_language_model_cover_the_words_only(tmp_path):
-    from onlstm_tasks.tasks.loading import load_probe
+    from onlstm_tasks.probing.loading import load_probe
 
     config = tiny_lm_config(tmp_path, text_data(write_toy_corpus(tmp_path / "toy", {"train": 30, "validation": 5})),
                             max_epochs=1, limit_train_batches=1)
@@ -452,7 +452,7 @@ def test_describing_the_data_module_reads_no_data(tmp_path):
 
 
 def test_master_gates_of_a_bidirectional_lm_match_its_distances_in_both_directions(bi_checkpoint):
-    from onlstm_tasks.tasks.loading import load_probe
+    from onlstm_tasks.probing.loading import load_probe
 
     probe = load_probe(bi_checkpoint / "ckpt" / "best.ckpt")
     words = ["a", "small", "dog", "saw", "the", "river", "."]

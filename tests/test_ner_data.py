@@ -458,7 +458,7 @@ def conll2012_data(path=CONLL2012, **options) -> NERDataModule:
 
 
 def test_gold_heads_from_parse_trees_reach_the_batches() -> None:
-    from onlstm_tasks.trees.gold import example_heads
+    from onlstm_tasks.data.gold_trees import example_heads
     from onlstm_tasks.trees.heads import heads_to_tensor
 
     dm = conll2012_data()

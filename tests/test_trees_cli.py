@@ -12,7 +12,7 @@ from cli_helpers import tiny_ner_config
 from shared_data import SHARED_DATA, requires_shared_data
 
 from onlstm_tasks.cli import main as tasks_main
-from onlstm_tasks.trees.cli import main, read_ptb_gold, score_distances
+from onlstm_tasks.probing.cli import main, read_ptb_gold, score_distances
 from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans
 
 # Scored (non-punctuation) tokens and gold spans, whole sentence and single tokens excluded:

@@ -4,13 +4,12 @@ import pytest
 import torch
 
 from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.gold_trees import example_heads, example_heads_from_parsed
 from onlstm_tasks.data.tokenize import tokenize
 from onlstm_tasks.trees import (
     ParsedSentence,
     check_heads,
     dependency_tree_heads,
-    example_heads,
-    example_heads_from_parsed,
     heads_to_tensor,
     parse_tree_heads,
     parsed_by_text,

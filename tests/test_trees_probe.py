@@ -17,11 +17,12 @@ from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM
 from onlstm_tasks.encoders.master_gates import master_gates
 from onlstm_tasks.modules.aspect_heads import AspectAttentionHead, AspectPoolingHead, TargetDependentHead
+from onlstm_tasks.probing.loading import load_probe
+from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
-from onlstm_tasks.tasks.loading import load_probe, load_task_model
+from onlstm_tasks.tasks.loading import load_task_model
 from onlstm_tasks.tasks.ner import NERTagger
-from onlstm_tasks.trees.probe import EncoderProbe
 
 EMBEDDER = functools.partial(WordCharEmbedder, word_dim=16, char_dim=8, char_features=8, dropout=0.0)
 ONLSTM_2x2 = functools.partial(ONLSTM, hidden_size=16, chunk_size=4, num_layers=2, bidirectional=True)

@@ -13,10 +13,10 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
+from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.gold import (
     ParsedSentence,
     ProjectionCounts,
-    example_heads_from_parsed,
     parsed_by_text,
     read_depparsed_json,
 )
@@ -26,8 +26,9 @@ from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
 from .batching import TokenBatch
 from .common import adopt_checkpoint_data, bucket_loader, carve_validation
-from .examples import DataFormatError, Example
+from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .gold_trees import example_heads_from_parsed
 from .readers._common import read_lines
 from .vocab import Vocabulary
 

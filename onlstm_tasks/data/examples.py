@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from onlstm_tasks.errors import DataFormatError  # re-exported: the old import path keeps working
+
+__all__ = ["DataFormatError", "Example"]
+
 
 @dataclass(frozen=True)
 class Example:
@@ -48,13 +52,3 @@ class Example:
 
     def __len__(self) -> int:
         return len(self.words)
-
-
-class DataFormatError(ValueError):
-    """Malformed input. The message always names the file (or dataset) and the line (or sentence id)."""
-
-    def __init__(self, source: str, line: int | str | None, expected: str) -> None:
-        where = f"{source}:{line}" if line not in (None, "") else str(source)
-        super().__init__(f"{where}: {expected}")
-        self.source = source
-        self.line = line

@@ -24,9 +24,11 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
+from onlstm_tasks.errors import DataFormatError
+
 from .batching import TokenBatch
 from .common import bucket_loader, carve_validation, word_options
-from .examples import DataFormatError, Example
+from .examples import Example
 from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines

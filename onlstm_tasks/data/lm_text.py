@@ -17,7 +17,8 @@ import logging
 import os
 from typing import Any
 
-from .examples import DataFormatError
+from onlstm_tasks.errors import DataFormatError
+
 from .readers import load_ner_splits
 from .split_files import add_split, ordered
 

@@ -11,13 +11,14 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from onlstm_tasks.trees.gold import example_heads, has_gold_tree
+from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
 from .batching import TokenBatch
 from .common import adopt_checkpoint_data, bucket_loader, carve_validation
-from .examples import DataFormatError, Example
+from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .gold_trees import example_heads, has_gold_tree
 from .readers import load_ner_splits
 from .readers._common import read_lines, split_fields
 from .tags import convert_scheme, split_tag

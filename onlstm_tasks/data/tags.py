@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.errors import DataFormatError
 
 SCHEMES = ("iob1", "iob2", "iobes")  # accepted on input; output is always IOB2 (or IOBES via convert_scheme)
 _PREFIXES = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}

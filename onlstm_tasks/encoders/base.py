@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")
+from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Loading a task model from a Lightning checkpoint without knowing its class, and probing its encoder."""
+"""Loading a task model from a Lightning checkpoint without knowing its class (probing its encoder:
+:func:`onlstm_tasks.probing.loading.load_probe`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
-from onlstm_tasks.data.common import word_options
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.ner import NERTagger
-from onlstm_tasks.trees.probe import EncoderProbe
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +63,3 @@ def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
 def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.LightningModule:
     cls = task_model_class(checkpoint.get("hyper_parameters") or {})
     return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
-
-
-def load_probe(path: str | Path, map_location: str | torch.device = "cpu", trust: bool = False) -> EncoderProbe:
-    """An :class:`EncoderProbe` over a checkpoint's model, with the word normalisation of the data module it was
-    trained with (``datamodule_hyper_parameters``; the defaults, with a warning, when the checkpoint has none)."""
-    checkpoint = read_checkpoint(path, trust)
-    model = _load_model(path, checkpoint, map_location, trust)
-    options = word_options(checkpoint.get("datamodule_hyper_parameters"))
-    if options is None:
-        log.warning("%s has no data-module hyper-parameters: words are looked up with the default normalisation "
-                    "(lowercase=False, normalize_digits=True)", path)
-        return EncoderProbe(model, name=str(path))
-    normalizer, max_word_length = options
-    return EncoderProbe(model, normalizer, max_word_length, name=str(path))

@@ -2,7 +2,7 @@
 
 A task model (NER, ABSA, later a language model) mixes it in and names its parts: :meth:`word_embedder` and
 :meth:`sentence_encoder` (the encoder that reads a whole sentence, and nothing else). Tools such as
-:mod:`onlstm_tasks.trees.probe` then need only :meth:`encode_words` (distances) and :meth:`embed_words` (the
+:mod:`onlstm_tasks.probing.probe` then need only :meth:`encode_words` (distances) and :meth:`embed_words` (the
 encoder's input, e.g. to recompute per-level master gates). A model whose input is not the
 ``word_vocab``/``char_vocab`` token batch overrides :meth:`embed_words`.
 """

@@ -1,19 +1,24 @@
-"""Trees: induced from ON-LSTM distances, gold from the data, and their evaluation (pure Python/torch).
+"""Trees: pure tree algorithms (Python/torch), the ground of the package's layer order.
+
+It holds the distance -> tree algorithms, the tree readers and the tree metrics; it may import only
+:mod:`onlstm_tasks.errors` (and torch and the standard library), never data, encoders, tasks or probing. The
+encoders import it downwards (:class:`TreeSource`, ``DIRECTION_COMBINATIONS``); reading gold trees off data
+Examples is :mod:`onlstm_tasks.data.gold_trees`, and probing a checkpoint (the ``onlstm-trees`` command, gate
+plots) is :mod:`onlstm_tasks.probing`.
 
 * :mod:`.induce`: distances -> binary tree (greedy split), spans, brackets, hard heads, soft heads;
 * :mod:`.heads`: the list (1-based, 0 = root) and tensor (``[B, T]``, 0-based, root -> itself) head forms, pieces
   of trees and hop distances;
-* :mod:`.source`: where a model's tree comes from (none / induced / gold), shared by the tree-reading modules;
+* :mod:`.source`: where a model's tree comes from (none / induced / gold), shared by the tree-reading modules, and
+  the direction combinations of the distances;
 * :mod:`.ptb`: Penn-Treebank bracketed trees; :mod:`.headrules`: Collins head rules;
-* :mod:`.gold`: gold heads from CoNLL heads, parse trees or SemEval parser JSON;
+* :mod:`.gold`: gold heads from parse-tree strings or SemEval parser JSON, and their projection onto other words;
 * :mod:`.metrics`: unlabelled bracket F1 and left/right/random baselines.
 """
 
 from onlstm_tasks.trees.gold import (
     ParsedSentence,
     dependency_tree_heads,
-    example_heads,
-    example_heads_from_parsed,
     parse_tree_heads,
     parsed_by_text,
     project_heads,
@@ -61,8 +66,6 @@ __all__ = [
     "dependency_tree_heads",
     "distances_to_heads",
     "distances_to_tree",
-    "example_heads",
-    "example_heads_from_parsed",
     "gold_spans",
     "head_child",
     "heads_tensor",

@@ -1,10 +1,14 @@
-"""Gold dependency heads from the data, in the list form of :mod:`onlstm_tasks.trees.heads`.
+"""Gold dependency heads from tree strings and parser output, in the list form of :mod:`onlstm_tasks.trees.heads`.
 
-Three sources, one result (1-based heads, 0 = root; :func:`heads_to_tensor` gives the ``[B, T]`` form):
+Two sources, one result (1-based heads, 0 = root; :func:`heads_to_tensor` gives the ``[B, T]`` form):
 
-* ``Example.heads`` (CoNLL-X/U readers) -> :func:`example_heads` returns them as they are;
-* ``Example.parse_tree`` (OntoNotes / CoNLL-2012) -> Collins head rules (:func:`parse_tree_heads`);
+* a bracketed constituency tree (OntoNotes / CoNLL-2012 ``parse_tree``) -> Collins head rules
+  (:func:`parse_tree_heads`);
 * the SemEval ``*_depparsed.json`` files -> :func:`read_depparsed_json` and :func:`dependency_tree_heads`.
+
+Reading them off a data :class:`~onlstm_tasks.data.examples.Example` (its ``heads`` column, its ``parse_tree``,
+or a parse of its text) is the data layer's job: :mod:`onlstm_tasks.data.gold_trees` (``example_heads``,
+``example_heads_from_parsed``), built on the functions here.
 
 The SemEval JSON
 ----------------
@@ -22,8 +26,9 @@ the relative pronoun's role, which can close a cycle). :func:`dependency_tree_he
    self-loops (a few ``conj`` arcs such as ``["conj:and", 6, 6]``) are ignored.
 
 A ``ref`` arc is the only arc of a relative pronoun and so is kept (pronoun -> antecedent). To use the heads with
-an :class:`Example` of the same text, :func:`token_offsets` locates the PTB tokens in ``sentence`` and
-:func:`project_heads` moves the tree onto the Example's words (:func:`example_heads_from_parsed` does both).
+another tokenisation of the same text, :func:`token_offsets` locates the PTB tokens in ``sentence`` and
+:func:`project_heads` moves the tree onto the other words
+(:func:`onlstm_tasks.data.gold_trees.example_heads_from_parsed` does both for an Example).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.headrules import constituency_to_heads
 from onlstm_tasks.trees.heads import check_heads, heads_to_tensor
 from onlstm_tasks.trees.ptb import parse_tree
@@ -43,10 +48,6 @@ __all__ = [
     "ParsedSentence",
     "ProjectionCounts",
     "dependency_tree_heads",
-    "example_heads",
-    "example_heads_from_parsed",
-    "has_gold_tree",
-    "has_parse_tree",
     "heads_to_tensor",
     "parse_tree_heads",
     "parsed_by_text",
@@ -54,35 +55,6 @@ __all__ = [
     "read_depparsed_json",
     "token_offsets",
 ]
-
-
-def example_heads(example: Example) -> list[int]:
-    """Gold heads of an Example: its ``heads`` column when present, else its ``parse_tree`` via head rules.
-
-    Errors name the example's source and line (and sentence id); a parse tree must have one leaf per word, the
-    same words up to PTB bracket escapes (``-LRB-`` for ``(``)."""
-    where = _where(example)
-    if example.heads is not None:
-        heads = list(example.heads)
-        try:
-            check_heads(heads, single_root=False)
-        except ValueError as err:
-            raise DataFormatError(example.source, where, f"heads are not a tree: {err}") from None
-        return heads
-    if has_parse_tree(example):
-        return parse_tree_heads(example.parse_tree, len(example.words), example.source or "<parse_tree>", where,
-                                words=example.words)
-    raise DataFormatError(example.source, where, "no gold tree: the example has neither heads nor a parse_tree")
-
-
-def has_gold_tree(example: Example) -> bool:
-    """Whether :func:`example_heads` has something to work from (a heads column or a parse tree)."""
-    return example.heads is not None or has_parse_tree(example)
-
-
-def has_parse_tree(example: Example) -> bool:
-    """Whether the example has a parse tree (``None``, empty and ``"-"`` mean none, as in the trees CLI)."""
-    return example.parse_tree is not None and example.parse_tree.strip() not in ("", "-")
 
 
 def parse_tree_heads(tree: str, n_words: int | None = None, source: str = "<parse_tree>",
@@ -104,11 +76,6 @@ def parse_tree_heads(tree: str, n_words: int | None = None, source: str = "<pars
                 raise DataFormatError(source, line, f"the parse tree's leaf {i} is {leaf!r} but word {i} is "
                                       f"{word!r}: the tree does not belong to this sentence")
     return constituency_to_heads(parsed)
-
-
-def _where(example: Example) -> int | str:
-    """The example's line, with its sentence id when it has one (for :class:`DataFormatError`)."""
-    return f"{example.line} (sentence {example.sentence_id})" if example.sentence_id else example.line
 
 
 def _message(err: DataFormatError) -> str:
@@ -371,19 +338,3 @@ def project_heads(
             out[w] = (left[-1] if left else owned[0]) + 1
             counts.attached_words += 1
     return out
-
-
-def example_heads_from_parsed(
-    example: Example, parsed: ParsedSentence, counts: ProjectionCounts | None = None
-) -> list[int]:
-    """Heads for ``example``'s words from a parsed sentence of the same text (the words may be tokenised
-    differently: the tree is projected through character offsets; its repairs are added to ``counts``)."""
-    if example.text is None or example.offsets is None:
-        raise DataFormatError(example.source, example.line, "the example has no text/offsets to align with")
-    if example.text.strip() != parsed.text.strip():
-        raise DataFormatError(example.source, example.line, f"text differs from parsed sentence {parsed.index}: "
-                              f"{example.text!r} vs {parsed.text!r}")
-    shift = len(example.text) - len(example.text.lstrip()) - (len(parsed.text) - len(parsed.text.lstrip()))
-    offsets = [None if o is None else (o[0] + shift, o[1] + shift) for o in token_offsets(parsed.tokens,
-                                                                                         parsed.text)]
-    return project_heads(parsed.heads, offsets, example.offsets, counts)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.errors import DataFormatError
 
 ROOT_LABELS = ("", "TOP", "ROOT")
 TRACE_TAG = "-NONE-"

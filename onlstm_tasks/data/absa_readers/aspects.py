@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.tokenize import tokenize
+from onlstm_tasks.errors import DataFormatError
 
 POLARITIES = ("positive", "negative", "neutral", "conflict")
 STAT_KEYS = ("sentences", "aspects", "conflict_dropped", "sentences_without_aspects", "inside_token")

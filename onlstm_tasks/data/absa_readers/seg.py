@@ -10,8 +10,9 @@ import logging
 from pathlib import Path
 
 from onlstm_tasks.data.absa_readers.aspects import AspectCollector
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.readers._common import read_lines
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from xml.parsers import expat
 
 from onlstm_tasks.data.absa_readers.aspects import AspectCollector, polarity
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

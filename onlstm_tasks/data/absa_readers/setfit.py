@@ -11,7 +11,8 @@ import logging
 from typing import Any
 
 from onlstm_tasks.data.absa_readers.aspects import AspectCollector, nth_occurrence, polarity
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

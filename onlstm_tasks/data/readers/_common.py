@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.errors import DataFormatError
 
 Stats = dict[str, int]
 Row = tuple[int, str]  # (1-based line number, line text)

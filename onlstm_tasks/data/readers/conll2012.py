@@ -12,9 +12,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.readers._common import Row, Stats, log_read, read_lines, split_fields
 from onlstm_tasks.data.readers.ontonotes import is_excluded_document
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,10 @@ import logging
 import re
 from pathlib import Path
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.readers._common import Stats, blocks, log_read, read_lines, split_fields
 from onlstm_tasks.data.tags import normalise_tags
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.readers._common import Stats, class_label_names, inner_feature, log_read
 from onlstm_tasks.data.tags import validate_iob2
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from onlstm_tasks.data.examples import DataFormatError, Example
+from onlstm_tasks.data.examples import Example
 from onlstm_tasks.data.readers._common import Stats, class_label_names, inner_feature, log_read
 from onlstm_tasks.data.tags import normalise_tags
+from onlstm_tasks.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 

@@ -27,11 +27,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from onlstm_tasks.data.examples import DataFormatError
-from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, backward_as_boundaries, combine_directions
+from onlstm_tasks.encoders.base import backward_as_boundaries, combine_directions
+from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.induce import distances_to_tree, tree_to_spans
 from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans, prediction_spans, scored_spans
 from onlstm_tasks.trees.ptb import Tree, parse_tree, read_trees
+from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
 
 BASELINES = {"left-branching": "left", "right-branching": "right", "random": "random"}
 DIRECTIONS = ("forward", "backward")
@@ -196,7 +197,7 @@ def run_eval(args: argparse.Namespace) -> None:
         _note_empty_gold(result)
         return
 
-    from onlstm_tasks.tasks.loading import load_probe  # the models (and Lightning) only when needed
+    from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
 
     probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
     layers, directions = probe.shape()
@@ -226,9 +227,9 @@ def _note_empty_gold(result: dict) -> None:
 
 def run_plot(args: argparse.Namespace) -> None:
     from onlstm_tasks.data.tokenize import tokenize
-    from onlstm_tasks.tasks.loading import load_probe
+    from onlstm_tasks.probing.loading import load_probe
+    from onlstm_tasks.probing.plots import _pyplot, plot_master_gates
     from onlstm_tasks.trees.induce import tree_to_brackets
-    from onlstm_tasks.trees.render import _pyplot, plot_master_gates
 
     _pyplot()  # fail before loading the model when matplotlib is missing
     words = args.sentence.split() if args.pretokenized else tokenize(args.sentence)[0]

@@ -6,9 +6,10 @@ together with the word normalisation of the data it was trained on. It runs the 
 ``torch.no_grad()``, in length-sorted batches, and returns per sentence a ``[layers, directions, n]`` tensor of
 distances (direction 0 = forward, 1 = backward, both indexed by token position; see
 :class:`~onlstm_tasks.encoders.base.EncoderOutput`). :func:`onlstm_tasks.encoders.base.combine_directions` merges the
-directions (``combine_directions(d, "mean", dim=1)`` -> ``[layers, n]``); :mod:`.induce` turns one row into a tree.
+directions (``combine_directions(d, "mean", dim=1)`` -> ``[layers, n]``); :mod:`onlstm_tasks.trees.induce` turns one
+row into a tree.
 
-To build one from a checkpoint file use :func:`onlstm_tasks.tasks.loading.load_probe`.
+To build one from a checkpoint file use :func:`onlstm_tasks.probing.loading.load_probe`.
 """
 
 from __future__ import annotations
