@@ -19,7 +19,7 @@ from torch.nn import functional as F
 from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.data.lm import IGNORE
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
-from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput
 from onlstm_tasks.encoders.dropout import check_probability, locked_dropout
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
 

@@ -9,6 +9,9 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
   ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
   ``direction_combination``), then hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head
   weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances).
+
+Models take it whole as ``tree_source`` (:meth:`TreeSource.coerce`): a TreeSource, in YAML a mapping of its fields
+(``tree_source: {kind: induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``).
 """
 
 from __future__ import annotations
