@@ -115,6 +115,7 @@ def workdir(tmp_path_factory):
 
 
 @requires_shared_data
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(CONFIG_DIR)))
 def test_config_builds_and_takes_a_training_and_a_validation_step(config, workdir, monkeypatch):
     monkeypatch.chdir(workdir)  # the configs' relative run folders (and pretrained_lm) land here
