@@ -292,7 +292,7 @@ def test_config_differs_from_the_dependency_guided_gold_config_only_in_the_encod
     dg["model"]["init_args"].pop("encoder")
     assert tree == dg
     assert encoder["class_path"] == "onlstm_tasks.encoders.ChildSumTreeLSTM"
-    assert encoder["init_args"]["tree_source"] == "gold"
+    assert encoder["init_args"]["tree_source"]["kind"] == "gold"  # the whole TreeSource
 
 
 EMBEDDER = functools.partial(WordCharEmbedder, word_dim=8, char_dim=4, char_features=4, dropout=0.0)

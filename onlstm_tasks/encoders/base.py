@@ -11,7 +11,7 @@ to tree encoders only, so every other encoder keeps the two-argument forward.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -121,17 +121,30 @@ class SequenceEncoder(nn.Module):
             raise ValueError(f"x must have input_size={self.input_size} features, got {x.size(-1)}")
         if mask is None:
             return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-        if mask.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
-        if mask.shape != x.shape[:2]:
-            raise ValueError(f"mask must have shape {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
-        lengths = mask.sum(dim=1)
-        if bool((lengths == 0).any()):
-            row = int((lengths == 0).nonzero()[0])
-            raise ValueError(f"mask row {row} has no true token; every sequence needs at least one")
-        if not torch.equal(mask, lengths_to_mask(lengths, mask.size(1))):
-            raise ValueError("mask must be left-aligned: each row a run of True followed by False")
+        check_mask(mask, x.shape[:2])
         return mask
+
+
+EncoderFactory = Callable[[int], SequenceEncoder]
+"""Builds an encoder from its input size: what every model takes as ``encoder`` (in YAML a ``class_path`` with
+``init_args`` but no ``input_size``)."""
+
+
+def check_mask(mask: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """Validates a padding mask of the contract (module docstring) for inputs whose first two axes are ``shape``
+    ([B, T]) and returns its lengths [B]. The one mask check of encoders and the CRF: ValueError when the mask is
+    not bool, has another shape, has a row with no true token, or is not left-aligned."""
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"mask must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    lengths = mask.sum(dim=1)
+    if bool((lengths == 0).any()):
+        row = int((lengths == 0).nonzero()[0])
+        raise ValueError(f"mask row {row} has no true token; every sequence needs at least one")
+    if not torch.equal(mask, lengths_to_mask(lengths, mask.size(1))):
+        raise ValueError("mask must be left-aligned: each row a run of True followed by False")
+    return lengths
 
 
 class TreeEncoder(SequenceEncoder):

@@ -4,7 +4,8 @@
 token's state is combined with its parent's by an interaction function ``g``
 (:mod:`onlstm_tasks.interaction`) and the next stage reads the result.
 
-The tree (``tree_source``, :class:`~onlstm_tasks.trees.source.TreeSource`):
+The tree (``tree_source``, a :class:`~onlstm_tasks.trees.source.TreeSource`; in YAML ``tree_source: {kind: induced,
+distance_layer: -1, ...}`` or just the kind, ``tree_source: induced``):
 
 * ``none``: no tree (every token is its own parent, ``h_p(i) = h_i``); same parameters as the other sources;
 * ``gold``: the batch's gold heads (``forward(x, mask, heads)``), the same tree for every interaction layer;
@@ -22,18 +23,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
-from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode
+from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.interaction import Interaction, MLPInteraction
 from onlstm_tasks.trees.source import TreeSource
 
-EncoderFactory = Callable[[int], SequenceEncoder]
 InteractionFactory = Callable[[int], Interaction]
-
-
-def default_encoder(input_size: int) -> SequenceEncoder:
-    """A bidirectional ON-LSTM stage (hidden 256, chunk size 8), like the NER default."""
-    return ONLSTM(input_size, hidden_size=256, chunk_size=8, bidirectional=True)
 
 
 class DependencyGuidedEncoder(TreeEncoder):
@@ -41,12 +36,15 @@ class DependencyGuidedEncoder(TreeEncoder):
 
     Args:
         input_size: features of each input vector.
-        encoder: builds one stage from its input size (called ``num_stages`` times; default bidirectional ON-LSTM).
+        encoder: builds one stage from its input size (called ``num_stages`` times; default bidirectional ON-LSTM,
+            hidden 256, chunk size 8: :data:`~onlstm_tasks.encoders.defaults.TAGGER`).
         interaction: builds ``g`` from the size of the states below it (default :class:`MLPInteraction`).
         num_stages: encoder stages (``num_stages - 1`` interaction layers); 1 is a plain encoder.
-        tree_source: ``none``, ``induced`` or ``gold``.
-        induced_heads, distance_layer, direction_combination, soft_temperature: how an induced tree is read off a
-            stage's distances (:class:`~onlstm_tasks.trees.source.TreeSource`).
+        tree_source: a :class:`~onlstm_tasks.trees.source.TreeSource` (its kind ``none``, ``induced`` or ``gold``,
+            and how an induced tree is read off a stage's distances), a mapping of its fields, or the kind alone.
+        induced_heads, distance_layer, direction_combination, soft_temperature: deprecated (the TreeSource fields
+            as separate arguments, as in configs and checkpoints written before it was passed whole); ``None`` is
+            absent (:meth:`~onlstm_tasks.trees.source.TreeSource.coerce`).
 
     Output: ``hidden`` is the last stage's; ``layers`` are all stages' layers in order; ``distances`` and
     ``input_distances`` concatenate, along the layer axis, those of the stages that return them (``None`` if none
@@ -60,20 +58,22 @@ class DependencyGuidedEncoder(TreeEncoder):
         encoder: EncoderFactory | None = None,
         interaction: InteractionFactory | None = None,
         num_stages: int = 2,
-        tree_source: str = "none",
-        induced_heads: str = "hard",
-        distance_layer: int = -1,
-        direction_combination: str = "mean",
-        soft_temperature: float = 1.0,
+        tree_source: TreeSource | str = "none",
+        induced_heads: str | None = None,
+        distance_layer: int | None = None,
+        direction_combination: str | None = None,
+        soft_temperature: float | None = None,
     ) -> None:
         super().__init__()
         if input_size <= 0:
             raise ValueError(f"input_size must be positive, got {input_size}")
         if num_stages < 1:
             raise ValueError(f"num_stages must be at least 1, got {num_stages}")
-        self.tree_source = TreeSource(tree_source, induced_heads, distance_layer, direction_combination,
-                                      soft_temperature)
-        make_encoder, make_interaction = encoder or default_encoder, interaction or MLPInteraction
+        self.tree_source = TreeSource.coerce(tree_source, type(self).__name__, induced_heads=induced_heads,
+                                             distance_layer=distance_layer,
+                                             direction_combination=direction_combination,
+                                             soft_temperature=soft_temperature)
+        make_encoder, make_interaction = encoder or default_encoder(**TAGGER), interaction or MLPInteraction
         stages, interactions = [make_encoder(input_size)], []
         for _ in range(num_stages - 1):
             interactions.append(make_interaction(stages[-1].output_size))

@@ -8,13 +8,9 @@ separate stacks, and a tagger initialised from such a model needs the same shape
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from .base import EncoderOutput, SequenceEncoder, reverse_padded
-
-EncoderFactory = Callable[[int], SequenceEncoder]
+from .base import EncoderFactory, EncoderOutput, SequenceEncoder, reverse_padded
 
 
 class IndependentDirections(SequenceEncoder):

@@ -29,16 +29,12 @@ forget-gated cell and its state are added into its parent's child sums as soon a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
-from onlstm_tasks.encoders.dependency_guided import default_encoder
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode
+from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.trees.source import TreeSource
-
-EncoderFactory = Callable[[int], SequenceEncoder]
 
 
 def tree_levels(heads: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,15 +119,18 @@ class ChildSumTreeLSTM(TreeEncoder):
     Args:
         input_size: features of each input vector.
         hidden_size: size of the Tree-LSTM states (each pass).
-        tree_source: ``gold`` (the batch's gold heads, ``forward(x, mask, heads)``), ``induced`` (hard heads
-            induced from the inner encoder's distances) or ``none`` (no tree: every token is a leaf and a root,
-            so ``h_j`` depends on ``x_j`` alone and the top-down pass is one LSTM step from zeros).
+        tree_source: a :class:`~onlstm_tasks.trees.source.TreeSource`, a mapping of its fields (YAML
+            ``tree_source: {kind: induced, distance_layer: -1}``) or its kind alone: ``gold`` (the batch's gold
+            heads, ``forward(x, mask, heads)``), ``induced`` (hard heads induced from the inner encoder's distances,
+            layer ``distance_layer``, directions merged by ``direction_combination``; ``induced_heads`` must be
+            ``hard``) or ``none`` (no tree: every token is a leaf and a root, so ``h_j`` depends on ``x_j`` alone
+            and the top-down pass is one LSTM step from zeros).
         encoder: builds an inner encoder from ``input_size``, run first over ``x``; the Tree-LSTM reads its states.
             Default: a bidirectional ON-LSTM (hidden 256, chunk 8) for ``induced``, none (the Tree-LSTM reads ``x``)
             for ``gold`` and ``none``. ``induced`` needs an inner encoder that returns distances (an ON-LSTM).
         top_down: add the top-down pass and output ``[h ; h']``.
-        distance_layer, direction_combination: which layer of the inner encoder's distances induces the tree and
-            how its directions are merged (:class:`~onlstm_tasks.trees.source.TreeSource`).
+        distance_layer, direction_combination: deprecated (the TreeSource fields as separate arguments, as in
+            configs and checkpoints written before it was passed whole); ``None`` is absent.
 
     Output: ``hidden`` ``[B, T, output_size]``, zero at padding; ``layers`` the inner encoder's layers followed by
     ``hidden``; ``distances``/``input_distances`` the inner encoder's (``None`` without one); ``heads`` the tree
@@ -143,18 +142,22 @@ class ChildSumTreeLSTM(TreeEncoder):
         self,
         input_size: int,
         hidden_size: int = 256,
-        tree_source: str = "gold",
+        tree_source: TreeSource | str = "gold",
         encoder: EncoderFactory | None = None,
         top_down: bool = True,
-        distance_layer: int = -1,
-        direction_combination: str = "mean",
+        distance_layer: int | None = None,
+        direction_combination: str | None = None,
     ) -> None:
         super().__init__()
         if input_size <= 0 or hidden_size <= 0:
             raise ValueError(f"input_size and hidden_size must be positive, got {input_size} and {hidden_size}")
-        self.tree_source = TreeSource(tree_source, "hard", distance_layer, direction_combination)
-        if encoder is None and tree_source == "induced":
-            encoder = default_encoder
+        self.tree_source = TreeSource.coerce(tree_source, type(self).__name__, distance_layer=distance_layer,
+                                             direction_combination=direction_combination)
+        if self.tree_source.induced_heads != "hard":
+            raise ValueError("ChildSumTreeLSTM needs a discrete tree: tree_source.induced_heads must be 'hard', got "
+                             f"{self.tree_source.induced_heads!r}")
+        if encoder is None and self.tree_source.kind == "induced":
+            encoder = default_encoder(**TAGGER)
         self.encoder = encoder(input_size) if encoder is not None else None
         if self.encoder is not None and self.encoder.input_size != input_size:
             raise ValueError(f"the encoder factory built input_size={self.encoder.input_size} for inputs of size "

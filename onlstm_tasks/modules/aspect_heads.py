@@ -11,21 +11,15 @@ with the batch's gold heads (``[B, T]``, 0-based, or None); the classifier passe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import SequenceEncoder, lengths_to_mask, reverse_padded
-from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.encoders.base import EncoderFactory, lengths_to_mask, reverse_padded
+from onlstm_tasks.encoders.defaults import ASPECT_HEAD, default_encoder
 
-EncoderFactory = Callable[[int], SequenceEncoder]
-
-
-def default_encoder(input_size: int) -> SequenceEncoder:
-    """A unidirectional ON-LSTM (hidden 300, chunk size 10), the default of every head."""
-    return ONLSTM(input_size, hidden_size=300, chunk_size=10)
+DEFAULT_ENCODER = default_encoder(**ASPECT_HEAD)  # every head's: a unidirectional ON-LSTM, hidden 300, chunk 10
 
 
 def aspect_bounds(aspect_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,7 +62,7 @@ class TargetDependentHead(AspectHead):
 
     def __init__(self, input_size: int, encoder: EncoderFactory | None = None) -> None:
         super().__init__()
-        factory = encoder or default_encoder
+        factory = encoder or DEFAULT_ENCODER
         self.left, self.right = factory(self.encoder_input(input_size)), factory(self.encoder_input(input_size))
         if getattr(self.left, "bidirectional", False):
             raise ValueError(f"{type(self).__name__} reads each context in one direction: give it a "
@@ -110,7 +104,7 @@ class AspectAttentionHead(AspectHead):
 
     def __init__(self, input_size: int, encoder: EncoderFactory | None = None, attention_size: int = 0) -> None:
         super().__init__()
-        self.encoder = (encoder or default_encoder)(2 * input_size)
+        self.encoder = (encoder or DEFAULT_ENCODER)(2 * input_size)
         hidden = self.encoder.output_size
         attention_size = attention_size or hidden
         self.project_states = nn.Linear(hidden, attention_size, bias=False)
@@ -146,7 +140,7 @@ class AspectPoolingHead(AspectHead):
         super().__init__()
         if pooling not in ("mean", "max"):
             raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
-        self.encoder = (encoder or default_encoder)(input_size)
+        self.encoder = (encoder or DEFAULT_ENCODER)(input_size)
         self.pooling = pooling
         self.output_size = self.encoder.output_size
 

@@ -5,7 +5,7 @@ to decoding, where a disallowed start, transition or end scores -inf, so an inva
 whatever the emissions and learned transitions are (as long as both are finite).
 
 Shapes: emissions [B, T, K] float, tags [B, T] long, mask [B, T] bool. Masks are left-aligned (each row a run of
-Trues then Falses) with at least one True per row.
+Trues then Falses) with at least one True per row (:func:`onlstm_tasks.encoders.base.check_mask`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import torch
 import torchcrf
 from torch import nn
 
+from onlstm_tasks.encoders.base import check_mask
 from onlstm_tasks.modules.transitions import allowed_transitions
 
 
@@ -88,16 +89,7 @@ class CRF(nn.Module):
     def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if emissions.dim() != 3 or emissions.size(-1) != self.num_tags:
             raise ValueError(f"emissions must be [batch, time, {self.num_tags}], got {tuple(emissions.shape)}")
-        if mask.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
-        if mask.shape != emissions.shape[:2]:
-            raise ValueError(f"mask must have shape {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}")
-        lengths = mask.sum(dim=1)
-        if bool((lengths == 0).any()):
-            raise ValueError("every mask row needs at least one true token")
-        prefix = torch.arange(mask.size(1), device=mask.device)[None, :] < lengths[:, None]
-        if not torch.equal(mask, prefix):
-            raise ValueError("mask must be left-aligned: each row a run of True followed by False")
+        check_mask(mask, emissions.shape[:2])
         return emissions.to(self.crf.transitions.dtype)
 
 

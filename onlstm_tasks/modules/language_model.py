@@ -10,7 +10,6 @@ sharing the embedding and the softmax.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -20,11 +19,9 @@ from torch.nn import functional as F
 from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.data.lm import IGNORE
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput
 from onlstm_tasks.encoders.dropout import check_probability, locked_dropout
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
-
-EncoderFactory = Callable[[int], SequenceEncoder]
 
 
 class LMEmbedding(TokenEmbedder):

@@ -41,3 +41,14 @@ class CRFTagger(nn.Module):
 
     def decode(self, tokens: TokenBatch, heads: torch.Tensor | None = None) -> torch.Tensor:
         return self.crf.decode(self.emissions(tokens, heads)[0], tokens.mask)
+
+    def evaluate(self, tokens: TokenBatch, tags: torch.Tensor,
+                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, best tags)`` from one encoder pass: :meth:`loss` and :meth:`decode` of the same emissions."""
+        emissions = self.emissions(tokens, heads)[0]
+        return self.crf.nll(emissions, tags, tokens.mask), self.crf.decode(emissions, tokens.mask)
+
+    def predict(self, tokens: TokenBatch, heads: torch.Tensor | None = None) -> tuple[torch.Tensor, EncoderOutput]:
+        """``(best tags [B, T], the encoder's output)`` from one pass (:meth:`decode`; padding holds tag 0)."""
+        emissions, encoded = self.emissions(tokens, heads)
+        return self.crf.decode(emissions, tokens.mask), encoded

@@ -8,9 +8,9 @@ from typing import Literal
 
 import torch
 
-from onlstm_tasks.encoders.base import encode
+from onlstm_tasks.encoders.base import EncoderFactory, encode
 from onlstm_tasks.interaction import GCNInteraction, Interaction
-from onlstm_tasks.modules.aspect_heads import AspectPoolingHead, EncoderFactory, TreeAspectHead
+from onlstm_tasks.modules.aspect_heads import AspectPoolingHead, TreeAspectHead
 from onlstm_tasks.trees.heads import hop_distances
 from onlstm_tasks.trees.source import TreeSource
 
@@ -22,8 +22,11 @@ class TreeAwareAspectHead(AspectPoolingHead, TreeAspectHead):
 
     1. ``states = encoder(x)`` (any encoder; a :class:`~onlstm_tasks.encoders.base.TreeEncoder` also gets the gold
        heads);
-    2. the tree (``tree_source``: ``none``, ``induced`` from the encoder's own distances, or ``gold``; see
-       :class:`~onlstm_tasks.trees.source.TreeSource`);
+    2. the tree (``tree_source``: ``none``, ``induced`` from the encoder's own distances, or ``gold``; a
+       :class:`~onlstm_tasks.trees.source.TreeSource`, a mapping of its fields (YAML ``tree_source: {kind:
+       induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``). The flat ``induced_heads``,
+       ``distance_layer``, ``direction_combination`` and ``soft_temperature`` arguments are deprecated (configs
+       and checkpoints written before the TreeSource was passed whole; ``None`` is absent);
     3. with ``position_weighting``, every state is scaled by ``1 - hops_i / n``, ``hops_i`` the number of arcs
        between token ``i`` and the nearest aspect token and ``n`` the sentence length (aspect tokens keep weight 1;
        tokens the aspect cannot reach get 0). A soft tree is read as its most probable heads here, and without a
@@ -39,16 +42,18 @@ class TreeAwareAspectHead(AspectPoolingHead, TreeAspectHead):
         encoder: EncoderFactory | None = None,
         interaction: InteractionFactory | None = None,
         pooling: Literal["mean", "max"] = "mean",
-        tree_source: str = "none",
-        induced_heads: str = "hard",
-        distance_layer: int = -1,
-        direction_combination: str = "mean",
-        soft_temperature: float = 1.0,
+        tree_source: TreeSource | str = "none",
+        induced_heads: str | None = None,
+        distance_layer: int | None = None,
+        direction_combination: str | None = None,
+        soft_temperature: float | None = None,
         position_weighting: bool = True,
     ) -> None:
         super().__init__(input_size, encoder, pooling)
-        self.tree_source = TreeSource(tree_source, induced_heads, distance_layer, direction_combination,
-                                      soft_temperature)
+        self.tree_source = TreeSource.coerce(tree_source, type(self).__name__, induced_heads=induced_heads,
+                                             distance_layer=distance_layer,
+                                             direction_combination=direction_combination,
+                                             soft_temperature=soft_temperature)
         self.interaction = (interaction or GCNInteraction)(self.encoder.output_size)
         self.position_weighting = position_weighting
         self.output_size = self.interaction.output_size

@@ -12,11 +12,16 @@ from torch.nn import functional as F
 
 from onlstm_tasks.data.lm import DEFAULT_CHAR_VOCAB, EOS, IGNORE
 from onlstm_tasks.embedders.base import TokenEmbedder
-from onlstm_tasks.encoders.base import DIRECTION_COMBINATIONS, SequenceEncoder, StatefulEncoder, detach_state
-from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.encoders.base import (
+    DIRECTION_COMBINATIONS,
+    EncoderFactory,
+    SequenceEncoder,
+    StatefulEncoder,
+    detach_state,
+)
+from onlstm_tasks.encoders.defaults import LANGUAGE_MODEL, default_encoder
 from onlstm_tasks.metrics import Perplexity
 from onlstm_tasks.modules.language_model import (
-    EncoderFactory,
     LanguageModelNet,
     LMOutput,
     activation_penalties,
@@ -91,7 +96,8 @@ class LanguageModel(EncodesWords, pl.LightningModule):
         self.save_hyperparameters()
         if char_vocab is None:
             self.hparams.char_vocab = list(DEFAULT_CHAR_VOCAB)  # probing builds token batches with it
-        self.net = LanguageModelNet(len(word_vocab), embedding_dim, encoder or default_encoder, bidirectional,
+        encoder = encoder or default_encoder(**LANGUAGE_MODEL)
+        self.net = LanguageModelNet(len(word_vocab), embedding_dim, encoder, bidirectional,
                                     tie_weights, embedding_dropout, input_dropout, output_dropout)
         self.alpha, self.beta = activation_regularization, temporal_activation_regularization
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
@@ -198,9 +204,3 @@ class LanguageModel(EncodesWords, pl.LightningModule):
     def configure_optimizers(self):
         return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_ppl",
                                  higher_is_better=False)
-
-
-def default_encoder(input_size: int) -> SequenceEncoder:
-    """The paper's language-model stack (Shen et al., 2019): 3 layers, 1150 units, the last as wide as the words."""
-    return ONLSTM(input_size, hidden_size=[1150, 1150, input_size], chunk_size=10, num_layers=3, dropout=0.3,
-                  dropconnect=0.45)

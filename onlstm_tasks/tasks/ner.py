@@ -13,8 +13,8 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from onlstm_tasks.data.tags import convert_scheme, entity_spans
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.encoders.base import SequenceEncoder
-from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.encoders.base import EncoderFactory, SequenceEncoder
+from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
 from onlstm_tasks.tasks.lm_init import init_from_language_model
@@ -26,7 +26,6 @@ from onlstm_tasks.trees.source import TreeSource
 log = logging.getLogger(__name__)
 
 EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
-EncoderFactory = Callable[[int], SequenceEncoder]
 
 
 class NERTagger(EncodesWords, pl.LightningModule):
@@ -65,7 +64,7 @@ class NERTagger(EncodesWords, pl.LightningModule):
         self.save_hyperparameters()
         tag_scheme = scheme_of(labels)
         embedder = (embedder or WordCharEmbedder)(word_vocab, char_vocab)
-        encoder = (encoder or default_encoder)(embedder.output_size)
+        encoder = (encoder or default_encoder(**TAGGER))(embedder.output_size)
         self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
         self.labels, self.tag_scheme = list(labels), tag_scheme
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
@@ -91,10 +90,8 @@ class NERTagger(EncodesWords, pl.LightningModule):
         return loss
 
     def _evaluate(self, batch, metric: EntityF1, prefix: str) -> None:
-        emissions, _ = self.net.emissions(batch.tokens, batch_heads(batch))
-        mask = batch.tokens.mask
-        loss = self.net.crf.nll(emissions, batch.tags, mask)
-        metric.update(self.net.crf.decode(emissions, mask), batch.tags, mask)
+        loss, predicted = self.net.evaluate(batch.tokens, batch.tags, batch_heads(batch))
+        metric.update(predicted, batch.tags, batch.tokens.mask)
         self.log(f"{prefix}_loss", loss, sync_dist=True, batch_size=len(batch.index))
 
     def validation_step(self, batch, batch_idx):
@@ -127,8 +124,7 @@ class NERTagger(EncodesWords, pl.LightningModule):
     def predict_step(self, batch, batch_idx):
         """Per sentence: tokens, IOB2 tags, entities and (ON-LSTM encoders) the induced ``tree`` and ``heads``."""
         mask = batch.tokens.mask
-        emissions, encoded = self.net.emissions(batch.tokens, batch_heads(batch))
-        tags = self.net.crf.decode(emissions, mask)
+        tags, encoded = self.net.predict(batch.tokens, batch_heads(batch))
         source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
         trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
                                     source.direction_combination)
@@ -154,7 +150,3 @@ def batch_heads(batch) -> torch.Tensor | None:
 def scheme_of(labels: Sequence[str]) -> str:
     """``iobes`` if any label has an E- or S- prefix, else ``iob2``."""
     return "iobes" if any(label[:2] in ("E-", "S-") for label in labels) else "iob2"
-
-
-def default_encoder(input_size: int) -> SequenceEncoder:
-    return ONLSTM(input_size, hidden_size=256, chunk_size=8, bidirectional=True)

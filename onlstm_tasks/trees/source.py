@@ -9,11 +9,16 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
   ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
   ``direction_combination``), then hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head
   weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances).
+
+Models take it whole as ``tree_source`` (:meth:`TreeSource.coerce`): a TreeSource, in YAML a mapping of its fields
+(``tree_source: {kind: induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -42,6 +47,38 @@ class TreeSource:
                              f"got {self.direction_combination!r}")
         if self.soft_temperature <= 0:
             raise ValueError(f"soft_temperature must be positive, got {self.soft_temperature}")
+
+    @classmethod
+    def coerce(cls, value: TreeSource | str | Mapping[str, object], owner: str = "",
+               **flat: object) -> TreeSource:
+        """The :class:`TreeSource` a model's ``tree_source`` argument names: a TreeSource as it is, a mapping of its
+        fields (YAML ``tree_source: {kind: induced, distance_layer: -1}``) or a kind alone (the short form
+        ``tree_source: induced``, every other field at its default).
+
+        ``flat``: the deprecated flattened fields (``induced_heads``, ``distance_layer``, ...) that models took
+        beside a ``tree_source`` kind before the TreeSource was passed whole, and that checkpoints written then
+        still hold; ``None`` values are absent ones. Given any, they fill the TreeSource (with a
+        DeprecationWarning naming ``owner``); given with a TreeSource or mapping, they must agree with it.
+        """
+        if isinstance(value, Mapping):
+            value = cls(**value)
+        elif isinstance(value, str):
+            value = cls(value)
+        elif not isinstance(value, cls):
+            raise ValueError(f"tree_source must be a TreeSource, a mapping of its fields or one of {TREE_SOURCES}, "
+                             f"got {type(value).__name__}")
+        given = {key: v for key, v in flat.items() if v is not None}
+        if not given:
+            return value
+        names = sorted(given)
+        warnings.warn(f"{owner or 'the model'}: the flat arguments {', '.join(names)} are deprecated; give them inside "
+                      f"tree_source, e.g. tree_source: {{kind: {value.kind}, {names[0]}: ...}}",
+                      DeprecationWarning, stacklevel=3)
+        merged = replace(value, **given)
+        if value != cls(value.kind) and merged != value:
+            raise ValueError(f"tree_source {value} and the flat arguments {given} disagree; give the settings inside "
+                             "tree_source only")
+        return merged
 
     def tree(self, mask: torch.Tensor, gold: torch.Tensor | None = None, encoded=None,
              encoder: object = None) -> torch.Tensor | None:

@@ -1,0 +1,144 @@
+"""Every YAML under ``configs/`` builds and trains: the CLI instantiates its model and data module (every
+``class_path`` it names, callbacks and logger included) and runs one training step and one validation step.
+
+``--print_config`` (tests/test_configs.py) builds nothing, so a broken ``class_path`` would pass there; here it
+fails. What is changed in a copy of each config, and nothing else:
+
+* sizes, so that each config runs in about a second: every ``hidden_size``, ``word_dim``, ``char_dim``,
+  ``char_features``, ``embedding_dim`` and ``attention_size`` is mapped by one function of its value (so sizes that
+  must agree, such as a tied language model's last layer and its word vectors, still agree) and every
+  ``chunk_size`` becomes 2;
+* data: hub datasets and the kit's folders point at local copies (``../shared/data``, the bundled samples of
+  :mod:`onlstm_tasks.sample_data`, or a toy text corpus for WikiText-103); batches of 4;
+* the trainer: one step, one validation batch, on the CPU, writing under a temporary folder.
+
+``ontonotes_onlstm_crf_lm_init.yaml`` reads the checkpoint that ``lm/ontonotes_onlstm_bi.yaml`` writes (its
+``pretrained_lm`` path, relative to the working folder): that config runs first, in the same folder.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lm_helpers import write_toy_corpus
+from onlstm_tasks.cli import TasksCLI
+from onlstm_tasks.sample_data import sample_path
+from shared_data import SHARED_DATA, requires_shared_data
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = sorted(CONFIG_DIR.rglob("*.yaml"))
+SIZE_KEYS = {"hidden_size", "word_dim", "char_dim", "char_features", "embedding_dim", "attention_size"}
+LM_FOR_INIT = "lm/ontonotes_onlstm_bi.yaml"
+
+
+def tiny(size: int) -> int:
+    """An even size about 1/32 of ``size`` (256 -> 8, 100 -> 4, 1150 -> 36), the same for the same value."""
+    return 2 * math.ceil(size / 64)
+
+
+def shrink(node: object) -> object:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in SIZE_KEYS and isinstance(value, int) and not isinstance(value, bool):
+                out[key] = tiny(value)
+            elif key in SIZE_KEYS and isinstance(value, list):
+                out[key] = [tiny(v) for v in value]
+            elif key == "chunk_size":
+                out[key] = 2
+            else:
+                out[key] = shrink(value)
+        return out
+    if isinstance(node, list):
+        return [shrink(v) for v in node]
+    return node
+
+
+def local_data(init_args: dict, work: Path) -> dict:
+    """The data module's arguments with its source replaced by a local stand-in (module docstring)."""
+    args = dict(init_args)
+    path = args.get("path")
+    if path in ("ontonotes/conll2012_ontonotesv5",):
+        args.update(path=str(SHARED_DATA / "conll2012_ontonotesv5"), revision=None)
+    elif path == "data/uner_en_ewt":
+        args["path"] = str(SHARED_DATA / "uner_en_ewt")
+    elif path == "tomaarsen/setfit-absa-semeval-laptops":
+        args["path"] = str(SHARED_DATA / "setfit-absa-semeval-laptops")
+    elif path == "tomaarsen/setfit-absa-semeval-restaurants":  # the kit has laptops only: the bundled sample
+        args.update(path=str(sample_path("absa")), data_dir=None, revision=None)
+    elif path == "onlstm_tasks/sample_data/ner":
+        args["path"] = str(sample_path("ner"))
+    elif path == "Salesforce/wikitext":
+        files = write_toy_corpus(work / "toy_corpus", {"train": 120, "validation": 20, "test": 20})
+        args.update(path="text", name=None, data_files=files)
+    else:
+        pytest.fail(f"no local stand-in for the data path {path!r}: add one to tests/test_every_config.py")
+    if args.get("parses") == "data/semeval2014_laptops":
+        args["parses"] = str(SHARED_DATA / "semeval2014_laptops")
+    elif "parses" in args and args["parses"] is not None:
+        pytest.fail(f"no local stand-in for the parses {args['parses']!r}")
+    args["batch_size"] = 4
+    if "eval_batch_size" in args:
+        args["eval_batch_size"] = 4
+    return args
+
+
+def tiny_copy(config: Path, work: Path) -> Path:
+    cfg = yaml.safe_load(config.read_text())
+    cfg["model"] = shrink(cfg["model"])
+    cfg["data"]["init_args"] = local_data(cfg["data"].get("init_args", {}), work)
+    cfg["trainer"] = {**cfg.get("trainer", {}), "max_steps": 1, "max_epochs": 1, "limit_train_batches": 1,
+                      "limit_val_batches": 1, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1,
+                      "enable_progress_bar": False, "enable_model_summary": False}
+    cfg.pop("test_after_fit", None)  # fit only: the step of the test loop is the validation step's
+    out = work / "configs" / config.parent.name / config.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(cfg))
+    return out
+
+
+def fit_one_step(config: Path, work: Path):
+    cli = TasksCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
+                   args=["--config", str(tiny_copy(config, work))], run=False,
+                   save_config_kwargs={"overwrite": True}, trainer_defaults={"use_distributed_sampler": False})
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return cli
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("every_config")
+
+
+@requires_shared_data
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(CONFIG_DIR)))
+def test_config_builds_and_takes_a_training_and_a_validation_step(config, workdir, monkeypatch):
+    monkeypatch.chdir(workdir)  # the configs' relative run folders (and pretrained_lm) land here
+    model = yaml.safe_load(config.read_text())["model"]["init_args"]
+    if model.get("pretrained_lm"):
+        assert model["pretrained_lm"].startswith("runs/lm_ontonotes_bi/"), "which config writes this checkpoint?"
+        if not Path(model["pretrained_lm"]).is_file():
+            fit_one_step(CONFIG_DIR / LM_FOR_INIT, workdir)
+        assert Path(model["pretrained_lm"]).is_file()
+    cli = fit_one_step(config, workdir)
+    assert cli.trainer.global_step == 1
+    assert any(key.startswith("val_") for key in cli.trainer.callback_metrics), cli.trainer.callback_metrics
+    for name, value in cli.trainer.callback_metrics.items():
+        assert value.isfinite().all(), name
+
+
+def test_a_broken_class_path_fails(tmp_path, monkeypatch):
+    """The test above fails for a config naming a class that does not exist."""
+    monkeypatch.chdir(tmp_path)
+    broken = tmp_path / "quickstart.yaml"
+    cfg = yaml.safe_load((CONFIG_DIR / "quickstart.yaml").read_text())
+    cfg["model"]["init_args"]["encoder"]["class_path"] = "onlstm_tasks.encoders.NoSuchEncoder"
+    broken.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(SystemExit) as exit_info:
+        fit_one_step(broken, tmp_path / "work")
+    assert exit_info.value.code not in (0, None)
