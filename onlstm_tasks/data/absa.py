@@ -24,7 +24,7 @@ from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
-from .batching import TokenBatch
+from .batching import IGNORE, TokenBatch
 from .common import adopt_checkpoint_data, bucket_loader, carve_validation
 from .examples import DataFormatError, Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
@@ -33,7 +33,7 @@ from .vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_LABEL = -100  # label id of prediction inputs (the ``ignore_index`` of ``cross_entropy``)
+UNKNOWN_LABEL = IGNORE  # label id of prediction inputs (the ``ignore_index`` of ``cross_entropy``)
 
 
 @dataclass

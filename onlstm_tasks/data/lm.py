@@ -24,20 +24,16 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from .batching import TokenBatch
+from .batching import IGNORE, TokenBatch
 from .common import bucket_loader, carve_validation, word_options
 from .examples import DataFormatError, Example
 from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines
 from .sampler import process_world
-from .vocab import PAD, UNK, Vocabulary
+from .vocab import DEFAULT_CHAR_VOCAB, EOS, Vocabulary
 
 log = logging.getLogger(__name__)
-
-EOS = "<eos>"
-IGNORE = -100  # target of positions that predict nothing (cross_entropy's ignore_index)
-DEFAULT_CHAR_VOCAB = [PAD, UNK]  # language models read words only
 
 
 @dataclass
