@@ -249,7 +249,7 @@ class AspectSentimentDataModule(TaskDataModule):
             label_id = UNKNOWN_LABEL
             if split != "predict":
                 if ex.label not in label_index:
-                    raise self.unknown_label(ex, ex.label, split, labels)
+                    raise self._unknown_label(ex, ex.label, split, labels)
                 label_id = label_index[ex.label]
             items.append((word_ids, char_ids, ex.words, ex.aspect, label_id, heads))
         encoder.log_truncation(split)

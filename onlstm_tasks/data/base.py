@@ -171,7 +171,7 @@ class TaskDataModule(pl.LightningDataModule):
         raise NotImplementedError
 
     @staticmethod
-    def unknown_label(example, label: str, split: str, labels: list[str]) -> DataFormatError:
+    def _unknown_label(example, label: str, split: str, labels: list[str]) -> DataFormatError:
         """The error of a label that the vocabularies (from training) do not hold."""
         return DataFormatError(example.source, example.line, f"label {label!r} in the {split} split never occurs in "
                                f"training (known: {labels})")

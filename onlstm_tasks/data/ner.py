@@ -225,7 +225,7 @@ class NERDataModule(TaskDataModule):
                 tags = convert_scheme(ex.tags, self.hparams.tag_scheme)
                 unknown = [t for t in tags if t not in label_index]
                 if unknown:
-                    raise self.unknown_label(ex, unknown[0], split, labels)
+                    raise self._unknown_label(ex, unknown[0], split, labels)
                 tag_ids = [label_index[t] for t in tags]
             items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
         encoder.log_truncation(split)
