@@ -18,8 +18,7 @@ from seqeval.scheme import IOB2
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
-from onlstm_tasks.data.tags import iobes_to_iob2
-from onlstm_tasks.modules.transitions import parse_label
+from onlstm_tasks.data.tags import iobes_to_iob2, parse_label
 
 _STATES = ("preds", "target", "lengths")
 _KEYS = ("precision", "recall", "f1", "strict_precision", "strict_recall", "strict_f1")

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lightning.pytorch as pl
 import torch
-from torch.utils.data import DataLoader
 
 from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.gold import (
@@ -24,8 +22,8 @@ from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
-from .batching import TokenBatch
-from .common import adopt_checkpoint_data, bucket_loader, carve_validation
+from .base import TaskDataModule, adopt_checkpoint_data, carve_validation
+from .batching import IGNORE, TokenBatch
 from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .gold_trees import example_heads_from_parsed
@@ -34,7 +32,7 @@ from .vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_LABEL = -100  # label id of prediction inputs (the ``ignore_index`` of ``cross_entropy``)
+UNKNOWN_LABEL = IGNORE  # label id of prediction inputs (the ``ignore_index`` of ``cross_entropy``)
 
 
 @dataclass
@@ -101,7 +99,7 @@ def sentence_key(example: Example) -> tuple[str, str | int]:
     return example.source, example.sentence_id if example.sentence_id is not None else example.line
 
 
-class AspectSentimentDataModule(pl.LightningDataModule):
+class AspectSentimentDataModule(TaskDataModule):
     """Aspect sentiment data from the hub, a local dataset folder, SemEval XML or ``.seg`` files; one example
     per aspect term. Arguments mirror ``datasets.load_dataset`` and :class:`~onlstm_tasks.data.ner.NERDataModule`.
 
@@ -122,11 +120,13 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
         parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
             output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
-            example's own words (:func:`~onlstm_tasks.trees.gold.example_heads_from_parsed`). A train, validation
+            example's own words (:func:`~onlstm_tasks.data.gold_trees.example_heads_from_parsed`). A train, validation
             or test sentence without a parse is an error; prediction inputs without one get no heads. A text parsed
             more than once keeps its first parse; that and the repairs of the projection are counted and logged
             per split.
     """
+
+    predict_file_format = 'JSON lines {"text": ..., "aspect": ...}'
 
     def __init__(
         self,
@@ -154,41 +154,21 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.normalizer = WordNormalizer(lowercase, normalize_digits)
-        self._splits: dict[str, list[Example]] | None = None
-        self._vocab: tuple[Vocabulary, Vocabulary, list[str]] | None = None
-        self._encoded: dict[str, list[tuple]] = {}
-        self._predict_examples: list[Example] | None = None
         self._parses: dict[str, ParsedSentence] | None = None
         self._duplicates: Counter[str] = Counter()  # text -> later parses of it ignored (the first one is kept)
 
-    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
-    @property
-    def word_vocab(self) -> list[str]:
-        return self._vocabularies()[0].itos
-
-    @property
-    def char_vocab(self) -> list[str]:
-        return self._vocabularies()[1].itos
-
+    # ---- data facts, linked to the model by the CLI (word_vocab, char_vocab: TaskDataModule) -------------
     @property
     def labels(self) -> list[str]:
         """The class names, sorted (e.g. ``["negative", "neutral", "positive"]``)."""
         return self._vocabularies()[2]
 
     # ---- loading ------------------------------------------------------------------------------------------
-    def splits(self) -> dict[str, list[Example]]:
-        if self._splits is None:
-            h = self.hparams
-            if h.path is None:
-                self._splits = {}
-                return self._splits
-            options = {**(h.reader_options or {}), "keep_conflict": h.keep_conflict}
-            raw = load_absa_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
-                                   revision=h.revision, format=h.format, **options)
-            if "validation" not in raw and "train" in raw:
-                raw["train"], raw["validation"] = self._carve_validation(raw["train"])
-            self._splits = raw
-        return self._splits
+    def _read_splits(self) -> dict[str, list[Example]]:
+        h = self.hparams
+        options = {**(h.reader_options or {}), "keep_conflict": h.keep_conflict}
+        return load_absa_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                                revision=h.revision, format=h.format, **options)
 
     def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
         h = self.hparams
@@ -197,24 +177,22 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                  len({sentence_key(ex) for ex in train}), len(validation), len(train), h.seed)
         return rest, validation
 
-    def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
-        if self._vocab is None:
-            if self.hparams.vocab_from:
-                vocab = adopt_checkpoint_data(self, self.hparams.vocab_from, "an aspect-sentiment")
-                if not vocab[2] or not set(vocab[2]) <= set(POLARITIES):
-                    raise ValueError(f"{self.hparams.vocab_from}: the checkpoint's labels {vocab[2][:6]} are not "
-                                     f"polarities {list(POLARITIES)}; not an aspect-sentiment checkpoint?")
-                self._vocab = vocab
-            else:
-                train = self.splits().get("train")
-                if not train:
-                    raise ValueError("no training split found: vocabularies need one (or set vocab_from to a "
-                                     "checkpoint)")
-                words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
-                self._vocab = (words, chars, sorted({ex.label for ex in train}))
-                log.info("vocabularies from %d training aspects: %d words, %d characters, labels %s", len(train),
-                         len(words), len(chars), self._vocab[2])
-        return self._vocab
+    def _read_predict_file(self, path: str) -> list[Example]:
+        return read_aspect_prediction_file(path)
+
+    def _vocabularies_from_checkpoint(self, path: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        vocab = adopt_checkpoint_data(self, path, "an aspect-sentiment")
+        if not vocab[2] or not set(vocab[2]) <= set(POLARITIES):
+            raise ValueError(f"{path}: the checkpoint's labels {vocab[2][:6]} are not polarities "
+                             f"{list(POLARITIES)}; not an aspect-sentiment checkpoint?")
+        return vocab
+
+    def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+        labels = sorted({ex.label for ex in train})
+        log.info("vocabularies from %d training aspects: %d words, %d characters, labels %s", len(train),
+                 len(words), len(chars), labels)
+        return words, chars, labels
 
     def parses(self) -> dict[str, ParsedSentence] | None:
         """The parsed sentences of ``parses`` keyed by stripped text (None without ``parses``)."""
@@ -260,44 +238,23 @@ class AspectSentimentDataModule(pl.LightningDataModule):
         log.info("gold trees for split %s: %s", split, counts.summary())
         return out
 
-    # ---- encoding and loaders -----------------------------------------------------------------------------
-    def examples(self, split: str) -> list[Example]:
-        if split == "predict":
-            if not self.hparams.predict_file:
-                raise ValueError('predict needs data.predict_file (JSON lines {"text": ..., "aspect": ...})')
-            if self._predict_examples is None:
-                self._predict_examples = read_aspect_prediction_file(self.hparams.predict_file)
-            return self._predict_examples
-        exs = self.splits().get(split)
-        if exs is None:
-            raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
-        return exs
-
-    def _encode(self, split: str) -> list[tuple]:
-        if split not in self._encoded:
-            words, chars, labels = self._vocabularies()
-            encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
-            label_index = {label: i for i, label in enumerate(labels)}
-            items = []
-            examples = self.examples(split)
-            for ex, heads in zip(examples, self._gold_heads(split, examples)):
-                word_ids, char_ids = encoder.encode(ex.words)
-                label_id = UNKNOWN_LABEL
-                if split != "predict":
-                    if ex.label not in label_index:
-                        raise DataFormatError(ex.source, ex.line, f"label {ex.label!r} in the {split} split never "
-                                              f"occurs in training (known: {labels})")
-                    label_id = label_index[ex.label]
-                items.append((word_ids, char_ids, ex.words, ex.aspect, label_id, heads))
-            encoder.log_truncation(split)
-            self._encoded[split] = items
-        return self._encoded[split]
-
-    def setup(self, stage: str | None = None) -> None:
-        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
-                  "predict": ("predict",)}.get(stage, ("train", "validation", "test"))
-        for split in wanted:
-            self._encode(split)
+    # ---- encoding and batches -----------------------------------------------------------------------------
+    def _encode_split(self, split: str) -> list[tuple]:
+        words, chars, labels = self._vocabularies()
+        encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
+        label_index = {label: i for i, label in enumerate(labels)}
+        items = []
+        examples = self.examples(split)
+        for ex, heads in zip(examples, self._gold_heads(split, examples)):
+            word_ids, char_ids = encoder.encode(ex.words)
+            label_id = UNKNOWN_LABEL
+            if split != "predict":
+                if ex.label not in label_index:
+                    raise self._unknown_label(ex, ex.label, split, labels)
+                label_id = label_index[ex.label]
+            items.append((word_ids, char_ids, ex.words, ex.aspect, label_id, heads))
+        encoder.log_truncation(split)
+        return items
 
     def _collate(self, split: str):
         items = self._encode(split)
@@ -315,21 +272,3 @@ class AspectSentimentDataModule(pl.LightningDataModule):
                                heads=heads)
 
         return collate
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        items = self._encode(split)
-        size = self.hparams.batch_size if shuffle else self.hparams.eval_batch_size
-        return bucket_loader([len(w) for w, *_ in items], size, shuffle, self.hparams.seed, self._collate(split),
-                             self.hparams.num_workers)
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("validation", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict", shuffle=False)

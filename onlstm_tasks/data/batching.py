@@ -1,10 +1,12 @@
-"""Batch containers (tensors + mask) shared by the data modules and the models."""
+"""Batch containers (tensors + mask) shared by the data modules and the models, and the target id they ignore."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
+
+IGNORE = -100  # target of positions that predict nothing, label id of unlabelled inputs (cross_entropy's ignore_index)
 
 
 @dataclass

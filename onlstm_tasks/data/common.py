@@ -1,43 +1,21 @@
-"""Building blocks shared by the task data modules (NER, aspect sentiment): carving a validation split,
-vocabularies and word options from a checkpoint, and length-bucketed loaders."""
+"""What a checkpoint says about its training data (vocabularies, labels, word options), for the data modules
+(:mod:`~onlstm_tasks.data.base`) and for loading task models; no Lightning."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
-from torch.utils.data import DataLoader
 
 from .features import WordNormalizer
-from .sampler import BucketBatchSampler
 from .vocab import Vocabulary
 
-T = TypeVar("T")
 WordOptions = tuple[WordNormalizer, int]  # (word normalisation, max_word_length)
 
 log = logging.getLogger(__name__)
-
-
-def carve_validation(
-    examples: Sequence[T], ratio: float, seed: int, group: Callable[[T], Hashable] | None = None
-) -> tuple[list[T], list[T], int]:
-    """Holds out ``max(1, int(ratio * n))`` of ``n`` units chosen by a seeded permutation (the same every run).
-
-    A unit is one example, or with ``group`` all examples sharing a key (e.g. the aspects of one sentence,
-    which must not straddle train and validation). Both parts keep the input order. Returns
-    ``(train, validation, number of units held out)``.
-    """
-    keys = [group(ex) for ex in examples] if group is not None else list(range(len(examples)))
-    units = list(dict.fromkeys(keys))  # distinct keys, first-seen order
-    order = torch.randperm(len(units), generator=torch.Generator().manual_seed(seed)).tolist()
-    n_held = max(1, int(len(units) * ratio))
-    held = {units[i] for i in order[:n_held]}
-    train = [ex for ex, key in zip(examples, keys) if key not in held]
-    validation = [ex for ex, key in zip(examples, keys) if key in held]
-    return train, validation, n_held
 
 
 @dataclass(frozen=True)
@@ -115,26 +93,3 @@ def describe_word_options(options: WordOptions) -> str:
     normalizer, max_word_length = options
     return (f"lowercase={normalizer.lowercase}, normalize_digits={normalizer.normalize_digits}, "
             f"max_word_length={max_word_length}")
-
-
-def bucket_loader(
-    lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
-    num_workers: int = 0,
-) -> DataLoader:
-    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together)."""
-    sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed)
-    # the batch sampler yields index lists; the dataset is just the index itself
-    return DataLoader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers)
-
-
-def adopt_checkpoint_data(datamodule, path: str, model: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
-    """A data module's vocabularies and labels from the checkpoint ``path``; the checkpoint's word options
-    (:func:`prediction_word_options`) replace the data module's ``normalizer``, ``max_word_length``,
-    ``lowercase`` and ``normalize_digits``, so words are looked up as they were normalised in training."""
-    saved = data_from_checkpoint(path, model)
-    hparams = datamodule.hparams
-    normalizer, hparams.max_word_length = prediction_word_options(
-        path, saved.word_options, (datamodule.normalizer, hparams.max_word_length))
-    datamodule.normalizer = normalizer
-    hparams.lowercase, hparams.normalize_digits = normalizer.lowercase, normalizer.normalize_digits
-    return saved.words, saved.chars, saved.labels

@@ -20,26 +20,22 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
 from onlstm_tasks.errors import DataFormatError
 
-from .batching import TokenBatch
-from .common import bucket_loader, carve_validation, word_options
+from .base import TaskDataModule
+from .batching import IGNORE, TokenBatch
+from .common import word_options
 from .examples import Example
 from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines
 from .sampler import process_world
-from .vocab import PAD, UNK, Vocabulary
+from .vocab import DEFAULT_CHAR_VOCAB, EOS, Vocabulary
 
 log = logging.getLogger(__name__)
-
-EOS = "<eos>"
-IGNORE = -100  # target of positions that predict nothing (cross_entropy's ignore_index)
-DEFAULT_CHAR_VOCAB = [PAD, UNK]  # language models read words only
 
 
 @dataclass
@@ -65,7 +61,7 @@ def build_lm_vocabulary(sentences: Sentences, normalizer: WordNormalizer, min_fr
     return Vocabulary([EOS, *words])
 
 
-class LanguageModelDataModule(pl.LightningDataModule):
+class LanguageModelDataModule(TaskDataModule):
     """Language-model data from a text column (hub or local text files) or from the words of an NER source.
 
     Args:
@@ -85,6 +81,8 @@ class LanguageModelDataModule(pl.LightningDataModule):
         predict_file: text to score with ``predict``, one sentence per line, words separated by whitespace
             (blank lines skipped and counted); each sentence is read in sentence mode whatever ``mode`` is.
     """
+
+    vocabularies_need = "the vocabulary needs one"
 
     def __init__(
         self,
@@ -116,11 +114,7 @@ class LanguageModelDataModule(pl.LightningDataModule):
             raise ValueError("bptt, max_length, batch_size and eval_batch_size must be positive")
         self.save_hyperparameters()
         self.normalizer = WordNormalizer(lowercase, normalize_digits)
-        self._splits: dict[str, Sentences] | None = None
-        self._vocab: Vocabulary | None = None
-        self._encoded: dict[str, list[list[int]]] = {}
         self._words: dict[str, list[list[str]]] = {}  # the framed sentences' words as given (sentence batches)
-        self._predict: list[Example] | None = None
 
     def __str__(self) -> str:
         # LightningDataModule's own __str__ builds every dataloader to describe them, and jsonargparse formats the
@@ -140,53 +134,37 @@ class LanguageModelDataModule(pl.LightningDataModule):
         return list(DEFAULT_CHAR_VOCAB)
 
     # ---- loading ------------------------------------------------------------------------------------------
-    def splits(self) -> dict[str, Sentences]:
-        if self._splits is None:
-            h = self.hparams
-            raw = load_lm_sentences(h.path, h.format, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
-                                    revision=h.revision, text_column=h.text_column, reader_options=h.reader_options)
-            if "validation" not in raw and "train" in raw:
-                train, validation, n_val = carve_validation(raw["train"], h.validation_ratio, h.seed)
-                log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val,
-                         len(raw["train"]), h.seed)
-                raw["train"], raw["validation"] = train, validation
-            self._splits = raw
-        return self._splits
+    def _read_splits(self) -> dict[str, Sentences]:
+        h = self.hparams
+        return load_lm_sentences(h.path, h.format, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                                 revision=h.revision, text_column=h.text_column, reader_options=h.reader_options)
 
     def examples(self, split: str) -> list[Example]:
         """The lines of ``predict_file`` (``split="predict"``, the only split kept as examples: the prediction
         writer reads their text), one sentence each, blank lines skipped and counted."""
         if split != "predict":
             raise ValueError(f"only the predict split is kept as examples, not {split!r}")
-        if self._predict is None:
-            path = self.hparams.predict_file
-            if not path:
-                raise ValueError("predict needs data.predict_file (one sentence per line)")
-            lines = read_lines(path, "one sentence per line")
-            self._predict = [Example(words=tuple(line.split()), text=line, source=path, line=number)
-                             for number, line in enumerate(lines, start=1) if line.split()]
-            if not self._predict:
-                raise DataFormatError(path, None, "expected at least one non-blank line")
-            if len(self._predict) < len(lines):
-                log.info("%s: %d blank line(s) skipped", path, len(lines) - len(self._predict))
-        return self._predict
+        return super().examples(split)
+
+    def _read_predict_file(self, path: str) -> list[Example]:
+        lines = read_lines(path, "one sentence per line")
+        examples = [Example(words=tuple(line.split()), text=line, source=path, line=number)
+                    for number, line in enumerate(lines, start=1) if line.split()]
+        if not examples:
+            raise DataFormatError(path, None, "expected at least one non-blank line")
+        if len(examples) < len(lines):
+            log.info("%s: %d blank line(s) skipped", path, len(lines) - len(examples))
+        return examples
 
     def vocabulary(self) -> Vocabulary:
-        if self._vocab is None:
-            h = self.hparams
-            if h.vocab_from:
-                self._vocab = self._adopt_checkpoint(h.vocab_from)
-            else:
-                train = self.splits().get("train")
-                if not train:
-                    raise ValueError("no training split found: the vocabulary needs one (or set vocab_from to a "
-                                     "checkpoint)")
-                self._vocab = build_lm_vocabulary(train, self.normalizer, h.min_freq, h.max_vocab_size)
-                log.info("vocabulary from %d training sentences: %d words (with <pad>, <unk>, <eos>)", len(train),
-                         len(self._vocab))
-        return self._vocab
+        return self._vocabularies()
 
-    def _adopt_checkpoint(self, path: str) -> Vocabulary:
+    def _build_vocabularies(self, train: Sentences) -> Vocabulary:
+        vocab = build_lm_vocabulary(train, self.normalizer, self.hparams.min_freq, self.hparams.max_vocab_size)
+        log.info("vocabulary from %d training sentences: %d words (with <pad>, <unk>, <eos>)", len(train), len(vocab))
+        return vocab
+
+    def _vocabularies_from_checkpoint(self, path: str) -> Vocabulary:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
         words = (checkpoint.get("hyper_parameters") or {}).get("word_vocab")
         if not words:
@@ -199,59 +177,50 @@ class LanguageModelDataModule(pl.LightningDataModule):
         return Vocabulary(words[2:])
 
     # ---- encoding -----------------------------------------------------------------------------------------
-    def _encode(self, split: str) -> list[list[int]]:
+    def _encode_split(self, split: str) -> list[list[int]]:
         """Word ids of every sentence (sentence mode: framed by <eos> and cut at max_length words)."""
-        if split not in self._encoded:
-            vocab, normalize = self.vocabulary(), self.normalizer
-            if split == "predict":
-                sentences = [list(ex.words) for ex in self.examples("predict")]
-            else:
-                sentences = self.splits().get(split)
-            if sentences is None:
-                raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
-            if not sentences:
-                raise ValueError(f"the {split!r} split has no sentences")
-            ids = [[vocab.index(normalize(w)) for w in words] for words in sentences]
-            tokens = sum(len(s) for s in ids)
-            unknown = sum(i == 1 for s in ids for i in s)
-            log.info("%s: %d sentences, %d words, %d <unk> (%.2f%%)", split, len(ids), tokens, unknown,
-                     100.0 * unknown / max(tokens, 1))
-            if split == "train" and unknown == 0 and not self.hparams.vocab_from:
-                log.warning("train: no word reads as <unk> (min_freq=%d keeps every training word), so the model "
-                            "never learns to predict <unk> and each <unk> of another split costs a great deal of "
-                            "perplexity; min_freq: 2 turns the words seen once into <unk>", self.hparams.min_freq)
-            eos = vocab.index(EOS)
-            if self.hparams.mode == "stream" and split != "predict":
-                self._encoded[split] = [[*s, eos] for s in ids]
-            else:  # framed sentences (pieces of at most max_length words; predict scores each line whole)
-                limit = max(len(s) for s in ids) if split == "predict" else self.hparams.max_length
-                long = sum(len(s) > limit for s in ids)
-                if long:
-                    log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long,
-                             limit)
-                cuts = [(n, i) for n, s in enumerate(ids) for i in range(0, len(s), limit)]
-                self._encoded[split] = [[eos, *ids[n][i:i + limit], eos] for n, i in cuts]
-                self._words[split] = [[EOS, *sentences[n][i:i + limit], EOS] for n, i in cuts]  # as given
-        return self._encoded[split]
-
-    def setup(self, stage: str | None = None) -> None:
-        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
-                  "predict": ("predict",)}.get(
-            stage, ("train", "validation", "test"))
-        for split in wanted:
-            self._encode(split)
+        vocab, normalize = self.vocabulary(), self.normalizer
+        if split == "predict":
+            sentences = [list(ex.words) for ex in self.examples("predict")]
+        else:
+            sentences = self._split(split)
+        if not sentences:
+            raise ValueError(f"the {split!r} split has no sentences")
+        ids = [[vocab.index(normalize(w)) for w in words] for words in sentences]
+        tokens = sum(len(s) for s in ids)
+        unknown = sum(i == 1 for s in ids for i in s)
+        log.info("%s: %d sentences, %d words, %d <unk> (%.2f%%)", split, len(ids), tokens, unknown,
+                 100.0 * unknown / max(tokens, 1))
+        if split == "train" and unknown == 0 and not self.hparams.vocab_from:
+            log.warning("train: no word reads as <unk> (min_freq=%d keeps every training word), so the model "
+                        "never learns to predict <unk> and each <unk> of another split costs a great deal of "
+                        "perplexity; min_freq: 2 turns the words seen once into <unk>", self.hparams.min_freq)
+        eos = vocab.index(EOS)
+        if self.hparams.mode == "stream" and split != "predict":
+            return [[*s, eos] for s in ids]
+        # framed sentences (pieces of at most max_length words; predict scores each line whole)
+        limit = max(len(s) for s in ids) if split == "predict" else self.hparams.max_length
+        long = sum(len(s) > limit for s in ids)
+        if long:
+            log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long, limit)
+        cuts = [(n, i) for n, s in enumerate(ids) for i in range(0, len(s), limit)]
+        self._words[split] = [[EOS, *sentences[n][i:i + limit], EOS] for n, i in cuts]  # as given
+        return [[eos, *ids[n][i:i + limit], eos] for n, i in cuts]
 
     # ---- loaders ------------------------------------------------------------------------------------------
     def _loader(self, split: str, train: bool) -> DataLoader:
-        size = self.hparams.batch_size if train else self.hparams.eval_batch_size
         if self.hparams.mode == "stream" and split != "predict":
+            size = self.hparams.batch_size if train else self.hparams.eval_batch_size
             windows = stream_windows(self._encode(split), size, self.hparams.bptt, *process_world(), where=split)
             return DataLoader(windows, batch_size=None, collate_fn=self._window_batch, shuffle=False)
-        items = self._encode(split)
-        return bucket_loader([len(s) for s in items], size, train, self.hparams.seed,
-                             self._sentence_collate(items, self._words[split]), self.hparams.num_workers)
+        return super()._loader(split, train)
 
-    def _sentence_collate(self, items: list[list[int]], words: list[list[str]]):
+    def _item_length(self, item: list[int]) -> int:
+        return len(item)
+
+    def _collate(self, split: str):
+        items, words = self._encode(split), self._words[split]
+
         def collate(indices: list[int]) -> LMBatch:
             rows = [items[i] for i in indices]
             steps = max(len(r) for r in rows)
@@ -277,18 +246,6 @@ class LanguageModelDataModule(pl.LightningDataModule):
         words = [[itos[i] for i in row] for row in inputs.tolist()]
         return LMBatch(_tokens(inputs, torch.ones_like(inputs, dtype=torch.bool), words), targets, None, [number],
                        carry=True)
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", train=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("validation", train=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", train=False)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict", train=False)
 
 
 def _tokens(ids: torch.Tensor, mask: torch.Tensor, words: list[list[str]]) -> TokenBatch:

@@ -7,15 +7,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import lightning.pytorch as pl
 import torch
-from torch.utils.data import DataLoader
 
 from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
+from .base import TaskDataModule, adopt_checkpoint_data
 from .batching import TokenBatch
-from .common import adopt_checkpoint_data, bucket_loader, carve_validation
 from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .gold_trees import example_heads, has_gold_tree
@@ -77,7 +75,7 @@ def split_long(example: Example, max_length: int) -> list[Example]:
 
 def gold_heads(example: Example) -> list[int] | None:
     """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), None
-    with neither (:func:`~onlstm_tasks.trees.gold.example_heads`: checked to be a forest, since sentence pieces
+    with neither (:func:`~onlstm_tasks.data.gold_trees.example_heads`: checked to be a forest, since sentence pieces
     may have several roots; a parse tree that does not fit the words is an error naming the sentence)."""
     return example_heads(example) if has_gold_tree(example) else None
 
@@ -114,7 +112,7 @@ def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
     return examples
 
 
-class NERDataModule(pl.LightningDataModule):
+class NERDataModule(TaskDataModule):
     """NER data from the hub, a local dataset folder, or raw files; arguments mirror ``datasets.load_dataset``.
 
     Args:
@@ -158,20 +156,8 @@ class NERDataModule(pl.LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.normalizer = WordNormalizer(lowercase, normalize_digits)
-        self._splits: dict[str, list[Example]] | None = None
-        self._vocab: tuple[Vocabulary, Vocabulary, list[str]] | None = None
-        self._encoded: dict[str, list[tuple]] = {}
-        self._predict_examples: list[Example] | None = None
 
-    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
-    @property
-    def word_vocab(self) -> list[str]:
-        return self._vocabularies()[0].itos
-
-    @property
-    def char_vocab(self) -> list[str]:
-        return self._vocabularies()[1].itos
-
+    # ---- data facts, linked to the model by the CLI (word_vocab, char_vocab: TaskDataModule) -------------
     @property
     def labels(self) -> list[str]:
         return self._vocabularies()[2]
@@ -181,26 +167,12 @@ class NERDataModule(pl.LightningDataModule):
         return self.hparams.tag_scheme
 
     # ---- loading ------------------------------------------------------------------------------------------
-    def splits(self) -> dict[str, list[Example]]:
-        if self._splits is None:
-            h = self.hparams
-            if h.path is None:
-                self._splits = {}
-                return self._splits
-            raw = load_ner_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
-                                  revision=h.revision, format=h.format, **(h.reader_options or {}))
-            if "validation" not in raw and "train" in raw:
-                raw["train"], raw["validation"] = self._carve_validation(raw["train"])
-            self._splits = {split: self._limit_length(split, exs) for split, exs in raw.items()}
-        return self._splits
+    def _read_splits(self) -> dict[str, list[Example]]:
+        h = self.hparams
+        return load_ner_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
+                               revision=h.revision, format=h.format, **(h.reader_options or {}))
 
-    def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
-        train, validation, n_val = carve_validation(train, self.hparams.validation_ratio, self.hparams.seed)
-        log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val,
-                 len(train) + n_val, self.hparams.seed)
-        return train, validation
-
-    def _limit_length(self, split: str, examples: list[Example]) -> list[Example]:
+    def _prepare_split(self, split: str, examples: list[Example]) -> list[Example]:
         limit, out, long = self.hparams.max_length, [], 0
         for ex in examples:
             if len(ex) <= limit:
@@ -215,74 +187,50 @@ class NERDataModule(pl.LightningDataModule):
             log.info("%s: %d sentences longer than max_length=%d were split into pieces", split, long, limit)
         return out
 
-    def _vocabularies(self) -> tuple[Vocabulary, Vocabulary, list[str]]:
-        if self._vocab is None:
-            if self.hparams.vocab_from:
-                self._vocab = adopt_checkpoint_data(self, self.hparams.vocab_from, "an NERTagger")
-                # gold tags must be encoded in the scheme the checkpoint's labels were trained in
-                scheme = "iobes" if any(label[:2] in ("E-", "S-") for label in self._vocab[2]) else "iob2"
-                if scheme != self.hparams.tag_scheme:
-                    log.info("tag_scheme=%s from the labels of %s (not %s)", scheme, self.hparams.vocab_from,
-                             self.hparams.tag_scheme)
-                    self.hparams.tag_scheme = scheme
-            else:
-                train = self.splits().get("train")
-                if not train:
-                    raise ValueError("no training split found: vocabularies need one (or set vocab_from to a "
-                                     "checkpoint)")
-                words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
-                types = {split_tag(t)[1] for ex in train for t in ex.tags if t != "O"}
-                self._vocab = (words, chars, scheme_labels(types, self.hparams.tag_scheme))
-                log.info("vocabularies from %d training sentences: %d words, %d characters, %d tags", len(train),
-                         len(words), len(chars), len(self._vocab[2]))
-        return self._vocab
+    def _read_predict_file(self, path: str) -> list[Example]:
+        return read_prediction_file(path, self.hparams.pretokenized)
 
+    def _vocabularies_from_checkpoint(self, path: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        vocab = adopt_checkpoint_data(self, path, "an NERTagger")
+        # gold tags must be encoded in the scheme the checkpoint's labels were trained in
+        scheme = "iobes" if any(label[:2] in ("E-", "S-") for label in vocab[2]) else "iob2"
+        if scheme != self.hparams.tag_scheme:
+            log.info("tag_scheme=%s from the labels of %s (not %s)", scheme, path, self.hparams.tag_scheme)
+            self.hparams.tag_scheme = scheme
+        return vocab
 
-    # ---- encoding and loaders -----------------------------------------------------------------------------
-    def examples(self, split: str) -> list[Example]:
-        if split == "predict":
-            if not self.hparams.predict_file:
-                raise ValueError("predict needs data.predict_file (one sentence per line)")
-            if self._predict_examples is None:
-                self._predict_examples = read_prediction_file(self.hparams.predict_file, self.hparams.pretokenized)
-            return self._predict_examples
-        exs = self.splits().get(split)
-        if exs is None:
-            raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
-        return exs
+    def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
+        words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+        types = {split_tag(t)[1] for ex in train for t in ex.tags if t != "O"}
+        labels = scheme_labels(types, self.hparams.tag_scheme)
+        log.info("vocabularies from %d training sentences: %d words, %d characters, %d tags", len(train),
+                 len(words), len(chars), len(labels))
+        return words, chars, labels
 
-    def _encode(self, split: str) -> list[tuple]:
-        if split not in self._encoded:
-            words, chars, labels = self._vocabularies()
-            encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
-            label_index = {label: i for i, label in enumerate(labels)}
-            examples = self.examples(split)
-            trees, missing = split_trees(examples)
-            if missing:
-                log.info("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): with "
-                         "tree_source 'gold' each of their words is its own root (no arcs)", split, missing,
-                         len(examples))
-            items = []
-            for i, ex in enumerate(examples):
-                word_ids, char_ids = encoder.encode(ex.words)
-                tag_ids = [0] * len(ex)
-                if ex.tags is not None and split != "predict":
-                    tags = convert_scheme(ex.tags, self.hparams.tag_scheme)
-                    unknown = [t for t in tags if t not in label_index]
-                    if unknown:
-                        raise DataFormatError(ex.source, ex.line, f"label {unknown[0]!r} in the {split} split "
-                                              f"never occurs in training (known: {labels})")
-                    tag_ids = [label_index[t] for t in tags]
-                items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
-            encoder.log_truncation(split)
-            self._encoded[split] = items
-        return self._encoded[split]
-
-    def setup(self, stage: str | None = None) -> None:
-        wanted = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
-                  "predict": ("predict",)}.get(stage, ("train", "validation", "test"))
-        for split in wanted:
-            self._encode(split)
+    # ---- encoding and batches -----------------------------------------------------------------------------
+    def _encode_split(self, split: str) -> list[tuple]:
+        words, chars, labels = self._vocabularies()
+        encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
+        label_index = {label: i for i, label in enumerate(labels)}
+        examples = self.examples(split)
+        trees, missing = split_trees(examples)
+        if missing:
+            log.info("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): with "
+                     "tree_source 'gold' each of their words is its own root (no arcs)", split, missing,
+                     len(examples))
+        items = []
+        for i, ex in enumerate(examples):
+            word_ids, char_ids = encoder.encode(ex.words)
+            tag_ids = [0] * len(ex)
+            if ex.tags is not None and split != "predict":
+                tags = convert_scheme(ex.tags, self.hparams.tag_scheme)
+                unknown = [t for t in tags if t not in label_index]
+                if unknown:
+                    raise self._unknown_label(ex, unknown[0], split, labels)
+                tag_ids = [label_index[t] for t in tags]
+            items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
+        encoder.log_truncation(split)
+        return items
 
     def _collate(self, split: str):
         items = self._encode(split)
@@ -298,21 +246,3 @@ class NERDataModule(pl.LightningDataModule):
             return NERBatch(tokens=tokens, tags=tags, index=list(indices), heads=heads)
 
         return collate
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        items = self._encode(split)
-        size = self.hparams.batch_size if shuffle else self.hparams.eval_batch_size
-        return bucket_loader([len(w) for w, *_ in items], size, shuffle, self.hparams.seed, self._collate(split),
-                             self.hparams.num_workers)
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("validation", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict", shuffle=False)

@@ -1,8 +1,8 @@
 """Which inputs make up which split: split names, ``data_files`` expansion and discovery by file name.
 
-Shared by the NER (``readers.splits``) and aspect-sentiment (``absa_readers.splits``) entry points, which both
-mirror ``datasets.load_dataset``: ``data_files`` as {split: file | directory | glob | list of them}, or splits
-found among the children of a folder whose names carry a train/validation/dev/test token.
+Used by the one split loader (``splits.load_splits``), which mirrors ``datasets.load_dataset``: ``data_files`` as
+{split: file | directory | glob | list of them}, or splits found among the children of a folder whose names carry
+a train/validation/dev/test token.
 """
 
 from __future__ import annotations

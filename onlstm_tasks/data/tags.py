@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from onlstm_tasks.errors import DataFormatError
 
 SCHEMES = ("iob1", "iob2", "iobes")  # accepted on input; output is always IOB2 (or IOBES via convert_scheme)
+TRAINING_SCHEMES = ("iob2", "iobes")  # schemes a tagger is trained and decoded in
 _PREFIXES = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}
 Lines = int | str | Sequence[int | str] | None  # one location (line number or text) for all tags, or one per tag
 
@@ -28,6 +29,17 @@ def split_tag(tag: str, prefixes: str = "BIES") -> tuple[str, str | None]:
         allowed = ", ".join(f"{p}-TYPE" for p in prefixes)
         raise ValueError(f"invalid tag {tag!r}: expected O, {allowed}")
     return prefix, typ
+
+
+def parse_label(label: str, scheme: str) -> tuple[str, str | None]:
+    """:func:`split_tag` with the prefixes of a training scheme (``iob2`` or ``iobes``): the label parser of the CRF
+    transitions and the entity metrics. ValueError naming the label (or the unknown scheme)."""
+    if scheme not in TRAINING_SCHEMES:
+        raise ValueError(f"unknown tagging scheme {scheme!r}; expected one of {list(TRAINING_SCHEMES)}")
+    try:
+        return split_tag(label, _PREFIXES[scheme])
+    except ValueError as err:
+        raise ValueError(f"{err} (scheme {scheme!r})") from None
 
 
 def iob1_to_iob2(tags: Sequence[str]) -> list[str]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 
 PAD = "<pad>"
 UNK = "<unk>"
+EOS = "<eos>"  # sentence boundary of the language models
+DEFAULT_CHAR_VOCAB = [PAD, UNK]  # language models read words only
 
 
 class Vocabulary:

@@ -13,22 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SCHEME_PREFIXES = {"iob2": frozenset("BI"), "iobes": frozenset("BIES")}
+from onlstm_tasks.data.tags import parse_label
 
-
-def parse_label(label: str, scheme: str) -> tuple[str, str | None]:
-    """Splits ``label`` into ``(prefix, entity type)``; ``("O", None)`` for the outside tag.
-
-    Raises ``ValueError`` naming the label when it is not a valid label of ``scheme``.
-    """
-    prefixes = _prefixes(scheme)
-    if label == "O":
-        return "O", None
-    prefix, sep, entity = label.partition("-")
-    if not sep or not entity or prefix not in prefixes:
-        expected = ", ".join(f"{p}-<type>" for p in sorted(prefixes))
-        raise ValueError(f"label {label!r} is not valid in scheme {scheme!r} (expected 'O' or {expected})")
-    return prefix, entity
+__all__ = ["allowed_transitions", "parse_label"]  # parse_label: the one tag parser, in data.tags
 
 
 def allowed_transitions(
@@ -41,12 +28,6 @@ def allowed_transitions(
     allowed = [[rule(a, b) for b in parsed] for a in parsed]
     end = [_ends(scheme, tag) for tag in parsed]
     return start, allowed, end
-
-
-def _prefixes(scheme: str) -> frozenset[str]:
-    if scheme not in SCHEME_PREFIXES:
-        raise ValueError(f"unknown tagging scheme {scheme!r}; expected one of {sorted(SCHEME_PREFIXES)}")
-    return SCHEME_PREFIXES[scheme]
 
 
 def _iob2_allows(a: tuple[str, str | None], b: tuple[str, str | None]) -> bool:

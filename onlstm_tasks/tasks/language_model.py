@@ -10,7 +10,8 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
 from torch.nn import functional as F
 
-from onlstm_tasks.data.lm import DEFAULT_CHAR_VOCAB, EOS, IGNORE
+from onlstm_tasks.data.batching import IGNORE
+from onlstm_tasks.data.vocab import DEFAULT_CHAR_VOCAB, EOS
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.encoders.base import (
     DIRECTION_COMBINATIONS,

@@ -1,0 +1,214 @@
+"""``TaskDataModule``: the data-module skeleton every task shares (NER, aspect sentiment, language model).
+
+Splits are read once (the one split loader behind each task's ``_read_splits``), a validation split is carved
+from train when the source has none, vocabularies come from the training split only (or from the checkpoint
+``vocab_from``: the CLI sets it for validate/test/predict with ``--ckpt_path``), each split is encoded once,
+and the loaders batch sentences of similar length (:class:`~onlstm_tasks.data.sampler.BucketBatchSampler`).
+A task's data module says only what differs: how its splits are read and cut, its vocabularies, its items and
+batches, and its prediction file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader
+
+from .common import data_from_checkpoint, prediction_word_options
+from .examples import DataFormatError
+from .sampler import BucketBatchSampler
+from .vocab import Vocabulary
+
+T = TypeVar("T")
+
+STAGE_SPLITS = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
+                "predict": ("predict",)}  # the splits each stage encodes (all but predict without a stage)
+
+
+def carve_validation(
+    examples: Sequence[T], ratio: float, seed: int, group: Callable[[T], Hashable] | None = None
+) -> tuple[list[T], list[T], int]:
+    """Holds out ``max(1, int(ratio * n))`` of ``n`` units chosen by a seeded permutation (the same every run).
+
+    A unit is one example, or with ``group`` all examples sharing a key (e.g. the aspects of one sentence,
+    which must not straddle train and validation). Both parts keep the input order. Returns
+    ``(train, validation, number of units held out)``.
+    """
+    keys = [group(ex) for ex in examples] if group is not None else list(range(len(examples)))
+    units = list(dict.fromkeys(keys))  # distinct keys, first-seen order
+    order = torch.randperm(len(units), generator=torch.Generator().manual_seed(seed)).tolist()
+    n_held = max(1, int(len(units) * ratio))
+    held = {units[i] for i in order[:n_held]}
+    train = [ex for ex, key in zip(examples, keys) if key not in held]
+    validation = [ex for ex, key in zip(examples, keys) if key in held]
+    return train, validation, n_held
+
+
+def bucket_loader(
+    lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
+    num_workers: int = 0,
+) -> DataLoader:
+    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together)."""
+    sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed)
+    # the batch sampler yields index lists; the dataset is just the index itself
+    return DataLoader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers)
+
+
+def adopt_checkpoint_data(datamodule, path: str, model: str) -> tuple[Vocabulary, Vocabulary, list[str]]:
+    """A data module's vocabularies and labels from the checkpoint ``path``; the checkpoint's word options
+    (:func:`~onlstm_tasks.data.common.prediction_word_options`) replace the data module's ``normalizer``,
+    ``max_word_length``, ``lowercase`` and ``normalize_digits``, so words are looked up as they were normalised
+    in training."""
+    saved = data_from_checkpoint(path, model)
+    hparams = datamodule.hparams
+    normalizer, hparams.max_word_length = prediction_word_options(
+        path, saved.word_options, (datamodule.normalizer, hparams.max_word_length))
+    datamodule.normalizer = normalizer
+    hparams.lowercase, hparams.normalize_digits = normalizer.lowercase, normalizer.normalize_digits
+    return saved.words, saved.chars, saved.labels
+
+
+class TaskDataModule(pl.LightningDataModule):
+    """The shared skeleton. A subclass's ``__init__`` calls ``super().__init__()``, then
+    ``self.save_hyperparameters()`` (its own arguments are the saved hyper-parameters: ``path``, ``data_files``,
+    ..., ``batch_size``, ``eval_batch_size``, ``validation_ratio``, ``vocab_from``, ``predict_file``,
+    ``num_workers``, ``seed``) and sets ``normalizer``; it implements:
+
+    - ``_read_splits()``: every split of the source (the one split loader with its formats);
+    - ``_build_vocabularies(train)`` / ``_vocabularies_from_checkpoint(path)``: its vocabularies;
+    - ``_encode_split(split)``: the encoded items of a split, ``_item_length(item)`` and ``_collate(split)``;
+    - ``_read_predict_file(path)``: the examples of ``predict_file``;
+
+    and may override ``_prepare_split`` (e.g. cut long sentences) and ``_carve_validation`` (e.g. by sentence).
+    """
+
+    predict_file_format = "one sentence per line"  # what ``predict_file`` holds, for the error without one
+    vocabularies_need = "vocabularies need one"  # for the error without a training split
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._splits: dict[str, list] | None = None
+        self._vocab: Any = None
+        self._encoded: dict[str, list] = {}
+        self._predict_examples: list | None = None
+
+    @property
+    def _log(self) -> logging.Logger:
+        return logging.getLogger(type(self).__module__)  # the task's module logs what its data module does
+
+    # ---- data facts, linked to the model by the CLI -----------------------------------------------------
+    @property
+    def word_vocab(self) -> list[str]:
+        return self._vocabularies()[0].itos
+
+    @property
+    def char_vocab(self) -> list[str]:
+        return self._vocabularies()[1].itos
+
+    # ---- loading ------------------------------------------------------------------------------------------
+    def splits(self) -> dict[str, list]:
+        if self._splits is None:
+            if self.hparams.path is None:
+                self._splits = {}
+                return self._splits
+            raw = self._read_splits()
+            if "validation" not in raw and "train" in raw:
+                raw["train"], raw["validation"] = self._carve_validation(raw["train"])
+            self._splits = {split: self._prepare_split(split, items) for split, items in raw.items()}
+        return self._splits
+
+    def _read_splits(self) -> dict[str, list]:
+        raise NotImplementedError
+
+    def _prepare_split(self, split: str, items: list) -> list:
+        return items
+
+    def _carve_validation(self, train: list) -> tuple[list, list]:
+        h = self.hparams
+        rest, validation, n_val = carve_validation(train, h.validation_ratio, h.seed)
+        self._log.info("no validation split: %d of %d training sentences held out (seed %d)", n_val, len(train),
+                       h.seed)
+        return rest, validation
+
+    def _split(self, split: str) -> list:
+        items = self.splits().get(split)
+        if items is None:
+            raise ValueError(f"the data has no {split!r} split (found {sorted(self.splits())})")
+        return items
+
+    def examples(self, split: str) -> list:
+        if split == "predict":
+            if not self.hparams.predict_file:
+                raise ValueError(f"predict needs data.predict_file ({self.predict_file_format})")
+            if self._predict_examples is None:
+                self._predict_examples = self._read_predict_file(self.hparams.predict_file)
+            return self._predict_examples
+        return self._split(split)
+
+    def _read_predict_file(self, path: str) -> list:
+        raise NotImplementedError
+
+    def _vocabularies(self) -> Any:
+        if self._vocab is None:
+            if self.hparams.vocab_from:
+                self._vocab = self._vocabularies_from_checkpoint(self.hparams.vocab_from)
+            else:
+                train = self.splits().get("train")
+                if not train:
+                    raise ValueError(f"no training split found: {self.vocabularies_need} (or set vocab_from to a "
+                                     "checkpoint)")
+                self._vocab = self._build_vocabularies(train)
+        return self._vocab
+
+    def _build_vocabularies(self, train: list) -> Any:
+        raise NotImplementedError
+
+    def _vocabularies_from_checkpoint(self, path: str) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def _unknown_label(example, label: str, split: str, labels: list[str]) -> DataFormatError:
+        """The error of a label that the vocabularies (from training) do not hold."""
+        return DataFormatError(example.source, example.line, f"label {label!r} in the {split} split never occurs in "
+                               f"training (known: {labels})")
+
+    # ---- encoding and loaders -----------------------------------------------------------------------------
+    def _encode(self, split: str) -> list:
+        if split not in self._encoded:
+            self._encoded[split] = self._encode_split(split)
+        return self._encoded[split]
+
+    def _encode_split(self, split: str) -> list:
+        raise NotImplementedError
+
+    def setup(self, stage: str | None = None) -> None:
+        for split in STAGE_SPLITS.get(stage, ("train", "validation", "test")):
+            self._encode(split)
+
+    def _item_length(self, item) -> int:
+        return len(item[0])
+
+    def _collate(self, split: str) -> Callable[[list[int]], object]:
+        raise NotImplementedError
+
+    def _loader(self, split: str, train: bool) -> DataLoader:
+        items = self._encode(split)
+        size = self.hparams.batch_size if train else self.hparams.eval_batch_size
+        return bucket_loader([self._item_length(item) for item in items], size, train, self.hparams.seed,
+                             self._collate(split), self.hparams.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("predict", train=False)
