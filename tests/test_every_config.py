@@ -58,6 +58,27 @@ def shrink(node: object) -> object:
     return node
 
 
+def conll2003_hub_copy(root: Path) -> Path:
+    """The bundled NER sample in the layout of ``eriktks/conll2003``'s parquet conversion (``conll2003/{split}/
+    0000.parquet``; ``tokens``, ``ner_tags`` as ClassLabel ids)."""
+    import datasets
+
+    names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    features = datasets.Features({"id": datasets.Value("string"),
+                                  "tokens": datasets.Sequence(datasets.Value("string")),
+                                  "ner_tags": datasets.Sequence(datasets.ClassLabel(names=names))})
+    for split in ("train", "validation", "test"):
+        sentences = [block.split("\n") for block in
+                     (sample_path("ner") / f"{split}.txt").read_text().strip().split("\n\n")]
+        rows = [[line.rsplit(" ", 1) for line in block if line.strip()] for block in sentences]
+        data = {"id": [str(i) for i in range(len(rows))], "tokens": [[w for w, _ in r] for r in rows],
+                "ner_tags": [[names.index(t) for _, t in r] for r in rows]}
+        folder = root / "conll2003" / split
+        folder.mkdir(parents=True, exist_ok=True)
+        datasets.Dataset.from_dict(data, features=features).to_parquet(str(folder / "0000.parquet"))
+    return root
+
+
 def local_data(init_args: dict, work: Path) -> dict:
     """The data module's arguments with its source replaced by a local stand-in (module docstring)."""
     args = dict(init_args)
@@ -72,6 +93,8 @@ def local_data(init_args: dict, work: Path) -> dict:
         args.update(path=str(sample_path("absa")), data_dir=None, revision=None)
     elif path == "onlstm_tasks/sample_data/ner":
         args["path"] = str(sample_path("ner"))
+    elif path == "eriktks/conll2003":  # the bundled NER sample, written in the hub's parquet layout
+        args.update(path=str(conll2003_hub_copy(work / "conll2003_hub")), revision=None)
     elif path == "Salesforce/wikitext":
         files = write_toy_corpus(work / "toy_corpus", {"train": 120, "validation": 20, "test": 20})
         args.update(path="text", name=None, data_files=files)
