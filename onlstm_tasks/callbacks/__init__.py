@@ -1,4 +1,8 @@
-"""Lightning callbacks shared by the tasks."""
+"""Lightning callbacks shared by the tasks: the JSON-lines prediction writer and per-epoch resource logging.
+
+A sibling of :mod:`onlstm_tasks.tasks` in the layer order (DESIGN.md): it may import every layer below (modules,
+embedders, metrics, data, ...), never tasks, cli or probing.
+"""
 
 from onlstm_tasks.callbacks.jsonl_writer import JsonlPredictionWriter
 from onlstm_tasks.callbacks.resources import EpochResources

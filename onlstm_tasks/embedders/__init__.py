@@ -1,7 +1,9 @@
 """Token embedders: ``TokenBatch`` -> ``[B, T, output_size]``, zeros at padded positions.
 
 Vocabulary-dependent arguments (``vocab`` of :class:`WordEmbedding`, ``num_chars`` of the char encoders)
-come first and are passed by code; everything else is a plain config value.
+come first and are passed by code; everything else is a plain config value. No Lightning here. By the layer order
+(DESIGN.md) it may import data (batches, vocabularies), encoders, interaction, trees and errors; never modules,
+metrics (its siblings), tasks, callbacks, cli or probing.
 """
 
 from onlstm_tasks.embedders.base import TokenEmbedder

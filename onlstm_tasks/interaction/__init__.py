@@ -3,6 +3,9 @@
 Every function is an :class:`Interaction` built from its input size (``Callable[[int], Interaction]`` factories
 in configs: ``class_path: onlstm_tasks.interaction.MLPInteraction``). The tree may be hard heads ``[B, T]``, soft
 head weights ``[B, T, T]`` or ``None``; :func:`parent_states` and :func:`tree_adjacency` read all three.
+
+Plain torch, no Lightning. By the layer order (DESIGN.md) it may import only trees and errors below it; the
+encoders and modules above it import it.
 """
 
 from collections.abc import Callable
