@@ -16,7 +16,7 @@ How it is measured:
 - inference is eval mode under ``torch.no_grad()``; forward+backward is training mode (no dropout) with
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
-Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/fused_step.py), the table also times the
+Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/onlstm/compiled.py), the table also times the
 ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled step brings.
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
@@ -40,9 +40,10 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onlstm_tasks.encoders import ONLSTM, fused_step
-from onlstm_tasks.encoders.dropout import drop_connect
-from onlstm_tasks.encoders.reference import reference_encode
+from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect
+from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
 
 def interleaved_medians(fns: list[Callable[[], None]], repeats: int, warmup: int = 2,
@@ -100,7 +101,7 @@ def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool,
     """``compiled``: force the compiled step on or off (None: as configured, on when built)."""
     def step() -> None:
         enc.zero_grad(set_to_none=True)
-        switch = nullcontext() if compiled is None else fused_step.switched(compiled)
+        switch = nullcontext() if compiled is None else compiled_step.switched(compiled)
         with torch.set_grad_enabled(grad), switch:
             out = enc(x.detach().requires_grad_(grad), mask)
             if grad:
@@ -111,7 +112,7 @@ def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool,
 def encoder_table(args, x, masks, repeats, clock) -> None:
     """nn.LSTM vs ONLSTM for every configuration; where the compiled step is built, also the ONLSTM with its
     per-step element-wise work as PyTorch operations (``loop``), timed in the same turns."""
-    both = fused_step.built() and x.device.type == "cpu"
+    both = compiled_step.built() and x.device.type == "cpu"
     header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
     if both:
         header += f"{'loop ms':>10}{'ratio':>8}"
@@ -152,13 +153,13 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
                                                      3 * repeats, clock=clock)
         print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  off {t_off:.2f} ms, on {t_on:.2f} ms: "
               f"{100 * (t_on / t_off - 1):+.1f}% (control {100 * (t_control / t_off - 1):+.1f}%)")
-        if x.device.type == "cpu" and fused_step.built() and not bi:
+        if x.device.type == "cpu" and compiled_step.built() and not bi:
             weights = [cell.weight_hh for cell in on.cells]
 
             def masks_only(compiled: bool, model: ONLSTM = on, weights: list = weights) -> Callable[[], None]:
                 def step() -> None:
                     model.zero_grad(set_to_none=True)
-                    with fused_step.switched(compiled):
+                    with compiled_step.switched(compiled):
                         sampled = drop_connect(weights, 0.3, training=True)
                     torch.autograd.backward(sampled, [torch.ones_like(w) for w in sampled])
                 return step
@@ -274,8 +275,8 @@ def main() -> None:
     }
 
     print(f"machine: {machine()}")
-    print(f"compiled ON-LSTM step: {'built' if fused_step.built() else 'not built'}, "
-          f"{'in use' if fused_step.usable(x) else 'not used'} for these inputs")
+    print(f"compiled ON-LSTM step: {'built' if compiled_step.built() else 'not built'}, "
+          f"{'in use' if compiled_step.usable(x) else 'not used'} for these inputs")
     print(f"device: {device}")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "

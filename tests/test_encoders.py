@@ -1,5 +1,7 @@
 """Contract tests every SequenceEncoder must pass, plus encoder-specific behaviour."""
 
+import importlib
+
 import pytest
 import torch
 import yaml
@@ -18,10 +20,11 @@ from onlstm_tasks.encoders import (
     PeepholeLSTM,
     SequenceEncoder,
 )
-from onlstm_tasks.encoders import fused_step
 from onlstm_tasks.encoders.base import reverse_padded
-from onlstm_tasks.encoders.dropout import drop_connect, keep_threshold, locked_dropout, random_lanes
-from onlstm_tasks.encoders.reference import reference_encode
+from onlstm_tasks.encoders.dropout import locked_dropout
+from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect, keep_threshold, random_lanes
+from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
 ENCODERS = {
     "onlstm": lambda: ONLSTM(6, 8, 2),
@@ -137,7 +140,7 @@ def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
 
 
 GENERATORS = [pytest.param(True, id="compiled-xoshiro",
-                            marks=[pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason="the compiled library was not built")]),
+                            marks=[pytest.mark.compiled, pytest.mark.skipif(not compiled_step.built(), reason="the compiled library was not built")]),
               pytest.param(False, id="torch-random")]
 
 
@@ -146,7 +149,7 @@ GENERATORS = [pytest.param(True, id="compiled-xoshiro",
 def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
     torch.manual_seed(0)
     n = 1 << 20
-    with fused_step.switched(compiled):
+    with compiled_step.switched(compiled):
         lanes = random_lanes(n)
         (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True)
     threshold, scale = keep_threshold(keep)
@@ -169,7 +172,7 @@ def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
 @pytest.mark.parametrize("compiled", GENERATORS)
 def test_dropconnect_masks_follow_torch_manual_seed_and_differ_between_calls(compiled):
     w = torch.randn(50, 40)
-    with fused_step.switched(compiled):
+    with compiled_step.switched(compiled):
         torch.manual_seed(7)
         a, b = drop_connect([w, w], 0.5, training=True)
         torch.manual_seed(7)
@@ -183,7 +186,7 @@ def test_dropconnect_masks_follow_torch_manual_seed_and_differ_between_calls(com
 def test_dropconnect_weights_are_zero_or_scaled_and_get_masked_gradients(compiled):
     enc = ONLSTM(6, 8, 2, dropconnect=0.3).train()
     torch.manual_seed(3)
-    with fused_step.switched(compiled):
+    with compiled_step.switched(compiled):
         (w,) = enc.recurrent_weights()
     kept = w != 0
     scale = 2**15 / round(0.7 * 2**15)
@@ -238,16 +241,28 @@ def test_locked_dropout_one_mask_per_sequence_shared_over_time():
         "class_path: onlstm_tasks.encoders.PeepholeLSTM\ninit_args: {input_size: 6, hidden_size: 8, num_layers: 2}",
         "class_path: onlstm_tasks.encoders.CIFGLSTM\ninit_args: {input_size: 6, hidden_size: 8, bidirectional: true}",
         "class_path: onlstm_tasks.encoders.NoForgetLSTM\ninit_args: {input_size: 6, hidden_size: 8, dropout: 0.1}",
+        # the module path of ONLSTM before issue 17 (now its package), as older YAML configs and checkpoints name it
+        "class_path: onlstm_tasks.encoders.onlstm.ONLSTM\ninit_args: {input_size: 6, hidden_size: 12, chunk_size: 3, "
+        "master_input: symmetric, dropout: 0.2}",
     ],
 )
 def test_encoders_build_from_yaml_through_jsonargparse(snippet):
+    """The YAML builds the class its ``class_path`` names, with every ``init_args`` value applied."""
+    spec = yaml.safe_load(snippet)
+    module, _, name = spec["class_path"].rpartition(".")
     parser = ArgumentParser()
     parser.add_argument("--encoder", type=SequenceEncoder)
-    cfg = parser.parse_object({"encoder": yaml.safe_load(snippet)})
+    cfg = parser.parse_object({"encoder": spec})
     enc = parser.instantiate(cfg).encoder
-    assert isinstance(enc, SequenceEncoder) and enc.input_size == 6
+    assert type(enc) is getattr(importlib.import_module(module), name)
+    for key, value in spec["init_args"].items():
+        assert getattr(enc, key) == value, key
+    directions = 2 if spec["init_args"].get("bidirectional") else 1
+    assert enc.output_size == spec["init_args"]["hidden_size"] * directions
     x, mask = padded_batch()
-    assert enc(x, mask).hidden.shape[-1] == enc.output_size
+    out = enc.eval()(x, mask)
+    assert out.hidden.shape == (*x.shape[:2], enc.output_size)
+    assert len(out.layers) == spec["init_args"].get("num_layers", 1)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The compiled ON-LSTM step (``_onlstm_step.c`` via fused_step.py) against the PyTorch loop and the reference cell.
+"""The compiled ON-LSTM step (``_onlstm_step.c`` via compiled.py) against the PyTorch loop and the reference cell,
+which applies the one written definition of the equations (``encoders/onlstm/equations.py``, ``onlstm_update``).
 
 Marked ``compiled``: skipped where the C file was not built (no compiler at install time); ``.ci/run`` sets
 ONLSTM_REQUIRE_COMPILED=1, which turns such a skip into a failure. The PyTorch loop is tested in float32 here too,
@@ -15,13 +16,14 @@ import pytest
 import torch
 from test_onlstm_fast import batch, compare_with_reference
 
-from onlstm_tasks.encoders import ONLSTM, fused_step
-from onlstm_tasks.encoders.dropout import _CompiledDropConnect, _masked, drop_connect, keep_threshold, random_lanes
-from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
-from onlstm_tasks.encoders.onlstm_pass import LayerPass
+from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm.dropconnect import _CompiledDropConnect, _masked, drop_connect, keep_threshold, random_lanes
+from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm.layer_pass import LayerPass
 
 NOT_BUILT = "the compiled ON-LSTM step was not built (no C compiler at install time?)"
-needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not fused_step.built(), reason=NOT_BUILT)]
+needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not compiled_step.built(), reason=NOT_BUILT)]
 PATHS = [pytest.param(True, marks=needs_compiled, id="compiled"), pytest.param(False, id="pytorch")]
 
 
@@ -39,7 +41,7 @@ def layer_args(dirs, steps, rows, features, hidden, levels, seed=0, scale=1.0):
 
 
 def run_layer(on: bool, args, batch_sizes, symmetric, save, state=None):
-    with fused_step.switched(on), torch.no_grad():
+    with compiled_step.switched(on), torch.no_grad():
         h_init, c_init = state if state is not None else (None, None)
         return LayerPass(*args, batch_sizes, symmetric, save=save, h_init=h_init, c_init=c_init)
 
@@ -50,7 +52,7 @@ def run_layer(on: bool, args, batch_sizes, symmetric, save, state=None):
 def test_both_step_paths_match_the_reference_in_float32(on, master_input, bidirectional, num_layers):
     torch.manual_seed(0)
     enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input)
-    with fused_step.switched(on):
+    with compiled_step.switched(on):
         for lengths in ([7, 9, 1, 8, 9, 5, 2, 8], [9] * 4):
             x, mask = batch(torch.float32, lengths=lengths)
             compare_with_reference(enc, x, mask)
@@ -106,7 +108,7 @@ def test_compiled_backward_gives_the_pytorch_gradients(symmetric, dirs, batch_si
                      torch.randn(dirs, rows, hidden, generator=g))
     grads = []
     for on in (True, False):
-        with fused_step.switched(on):
+        with compiled_step.switched(on):
             if carry:
                 h, d_forget, d_input, c_last = ONLSTMCarryFunction.apply(*args, symmetric, *state)
                 loss = (h * w_h).sum() + (c_last * w_c).sum()
@@ -127,7 +129,7 @@ def test_saturated_gates_agree_and_stay_finite(scale):
     args = layer_args(2, 5, 4, 6, 16, 4, seed=3, scale=scale)
     results = []
     for on in (True, False):
-        with fused_step.switched(on), torch.no_grad():
+        with compiled_step.switched(on), torch.no_grad():
             results.append(onlstm_layer(*args, [4] * 5, False))
     for got, want in zip(*results):
         assert torch.isfinite(got).all()
@@ -141,7 +143,7 @@ def test_nan_propagates_as_in_pytorch():
     args[3][0, 20, 2] = float("nan")  # one recurrent weight of the cell candidate's block
     results = []
     for on in (True, False):
-        with fused_step.switched(on), torch.no_grad():
+        with compiled_step.switched(on), torch.no_grad():
             results.append(onlstm_layer(*args, [3] * 4, False)[0])
     assert torch.equal(results[0].isnan(), results[1].isnan())
     assert results[0].isnan().any() and not results[0][:, 0].isnan().any()
@@ -149,24 +151,24 @@ def test_nan_propagates_as_in_pytorch():
 
 @compiled_only
 def test_the_compiled_step_is_used_only_where_it_applies():
-    with fused_step.switched(True):
-        assert fused_step.usable(torch.zeros(1))
-        assert not fused_step.usable(torch.zeros(1, dtype=torch.float64))
-    with fused_step.switched(False):
-        assert not fused_step.usable(torch.zeros(1))
-    code = "from onlstm_tasks.encoders import fused_step; import torch; print(fused_step.usable(torch.zeros(1)))"
-    env = {**os.environ, fused_step.ENV: "0"}
+    with compiled_step.switched(True):
+        assert compiled_step.usable(torch.zeros(1))
+        assert not compiled_step.usable(torch.zeros(1, dtype=torch.float64))
+    with compiled_step.switched(False):
+        assert not compiled_step.usable(torch.zeros(1))
+    code = "from onlstm_tasks.encoders.onlstm import compiled; import torch; print(compiled.usable(torch.zeros(1)))"
+    env = {**os.environ, compiled_step.ENV: "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_buffers_the_compiled_step_cannot_read_are_refused():
     with pytest.raises(ValueError, match="float32 CPU buffers"):
-        fused_step.strided(torch.zeros(1, 2, 3, 4, dtype=torch.float64))
+        compiled_step.strided(torch.zeros(1, 2, 3, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="float32 CPU buffers"):
-        fused_step.strided(torch.zeros(1, 2, 4, 3).transpose(-1, -2))
+        compiled_step.strided(torch.zeros(1, 2, 4, 3).transpose(-1, -2))
     with pytest.raises(ValueError, match=r"\[K, T, B, n\] or \[K, B, n\]"):
-        fused_step.strided(torch.zeros(2, 3))
+        compiled_step.strided(torch.zeros(2, 3))
 
 
 @compiled_only
@@ -221,16 +223,16 @@ def xoshiro128pp(state: list[int], count: int) -> list[int]:
 @pytest.mark.parametrize("words", [1, 16, 37, 160])
 def test_compiled_random_words_are_sixteen_interleaved_xoshiro128pp_generators(words):
     torch.manual_seed(words)
-    state = torch.randint(-2**31, 2**31, (4 * fused_step.STREAMS,), dtype=torch.int32)
+    state = torch.randint(-2**31, 2**31, (4 * compiled_step.STREAMS,), dtype=torch.int32)
     before = [v & 0xFFFFFFFF for v in state.tolist()]
-    got = [v & 0xFFFFFFFF for v in fused_step.random_words(words, state).tolist()]
-    streams = fused_step.STREAMS
+    got = [v & 0xFFFFFFFF for v in compiled_step.random_words(words, state).tolist()]
+    streams = compiled_step.STREAMS
     for stream in range(streams):
         expected = xoshiro128pp(before[stream::streams], -(-words // streams))
         assert got[stream::streams] == expected[: len(got[stream::streams])]
     # the state moved on by whole chunks of one word per generator
     chunks = -(-words // streams)
-    again = [v & 0xFFFFFFFF for v in fused_step.random_words(streams, state).tolist()]
+    again = [v & 0xFFFFFFFF for v in compiled_step.random_words(streams, state).tolist()]
     assert again == [xoshiro128pp(before[s::streams], chunks + 1)[-1] for s in range(streams)]
 
 
@@ -238,15 +240,15 @@ def test_compiled_random_words_are_sixteen_interleaved_xoshiro128pp_generators(w
 def test_compiled_dropconnect_is_used_only_where_it_applies_and_refuses_bad_lanes():
     w = torch.randn(6, 4)
     with pytest.raises(ValueError, match="int32 CPU state of 64 words"):
-        fused_step.random_words(3, torch.zeros(63, dtype=torch.int32))
+        compiled_step.random_words(3, torch.zeros(63, dtype=torch.int32))
     assert type(drop_connect([w.requires_grad_()], 0.3, True)[0].grad_fn).__name__ == "_CompiledDropConnectBackward"
     for other in (w.double(), w.detach().to(torch.bfloat16)):
         assert drop_connect([other], 0.3, True)[0].dtype == other.dtype  # the PyTorch mask instead
     assert drop_connect([w], 0.3, training=False)[0] is w
     with pytest.raises(ValueError, match="24 contiguous int16 lanes"):
-        fused_step.masked(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
+        compiled_step.masked(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
     with pytest.raises(ValueError, match="float32 CPU"):
-        fused_step.masked(w.detach().double(), torch.zeros(24, dtype=torch.int16), 100, 1.0)
+        compiled_step.masked(w.detach().double(), torch.zeros(24, dtype=torch.int16), 100, 1.0)
 
 
 @compiled_only
@@ -256,5 +258,5 @@ def test_compiled_dropconnect_keeps_exactly_the_lanes_below_the_threshold():
     threshold = 22938
     lanes = torch.tensor([threshold - 1, threshold, threshold + 1, 0, 0x7FFF, -0x8000 + threshold - 1,
                           -0x8000 + threshold, -1], dtype=torch.int16)
-    out = fused_step.masked(torch.full((8,), 2.0), lanes, threshold, 1.5)
+    out = compiled_step.masked(torch.full((8,), 2.0), lanes, threshold, 1.5)
     assert out.tolist() == [3.0, 0.0, 0.0, 3.0, 0.0, 3.0, 0.0, 0.0]

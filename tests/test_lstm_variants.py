@@ -123,4 +123,12 @@ def test_gradcheck_tiny_cells(cell_type):
 def test_cells_have_the_gate_rows_their_equations_need():
     assert PeepholeCell(3, 2).weight_ih.shape == (8, 3)
     assert CIFGCell(3, 2).weight_ih.shape == (6, 3) and NoForgetCell(3, 2).weight_hh.shape == (6, 2)
-    assert isinstance(PeepholeLSTM(3, 2).cells[0], nn.Module)
+
+
+@pytest.mark.parametrize("encoder,cell_type", [(PeepholeLSTM, PeepholeCell), (CIFGLSTM, CIFGCell),
+                                               (NoForgetLSTM, NoForgetCell)])
+def test_each_variant_stacks_its_own_cell_in_every_layer_and_direction(encoder, cell_type):
+    enc = encoder(3, 2, num_layers=2, bidirectional=True)
+    assert len(enc.cells) == 4 and all(type(cell) is cell_type for cell in enc.cells)
+    assert [cell.input_size for cell in enc.cells] == [3, 3, 4, 4]  # layer 1 reads both directions of layer 0
+    assert all(cell.hidden_size == 2 for cell in enc.cells)

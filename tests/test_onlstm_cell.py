@@ -1,11 +1,21 @@
-"""The ON-LSTM against its oracles: the hard segmented update, the reference cell, gradcheck."""
+"""The ON-LSTM against its oracles: the hard segmented update, the reference cell, gradcheck, and the one-step
+cell run by CellStackEncoder like the LSTM variants."""
+
+from functools import partial
 
 import pytest
 import torch
 
-from onlstm_tasks.encoders import ONLSTM, ONLSTMCell, ReferenceONLSTMCell
-from onlstm_tasks.encoders.gates import cumax, master_input_gate
-from onlstm_tasks.encoders.reference import ordered_cell_update, reference_encode
+from onlstm_tasks.encoders import ONLSTM, CellStackEncoder, ONLSTMCell, RecurrentCell, ReferenceONLSTMCell
+from onlstm_tasks.encoders.onlstm import compiled
+from onlstm_tasks.encoders.onlstm.equations import (
+    cumax,
+    master_input_gate,
+    ordered_cell_update,
+    regrouped_cell_update,
+)
+from onlstm_tasks.encoders.onlstm.reference import reference_encode
+from recurrent_batches import mixed_batch
 
 LEVELS, CHUNK = 5, 3
 
@@ -153,6 +163,67 @@ def test_gradcheck_tiny_cell_double_precision():
 
 
 def reference_encode_one(cell, x):
-    from onlstm_tasks.encoders.reference import run_sequence
+    from onlstm_tasks.encoders.onlstm.reference import run_sequence
 
     return run_sequence(x[0], cell.weight_ih, cell.bias_ih, cell.weight_hh, cell.bias_hh, cell.chunk_size)[0]
+
+
+def test_regrouped_update_of_the_fast_back_ends_is_the_papers_update():
+    torch.manual_seed(6)
+    c_prev, c_hat = torch.randn(2, 4, 15, dtype=torch.double).unbind(0)
+    forget, input, master_forget, master_input = torch.rand(4, 4, 15, dtype=torch.double).unbind(0)
+    torch.testing.assert_close(regrouped_cell_update(c_prev, c_hat, forget, input, master_forget, master_input),
+                               ordered_cell_update(c_prev, c_hat, forget, input, master_forget, master_input),
+                               rtol=0, atol=1e-12)
+
+
+def cell_stack_like(fast: ONLSTM) -> CellStackEncoder:
+    """A CellStackEncoder of ONLSTMCells with ``fast``'s sizes, options and weights."""
+    stack = CellStackEncoder(fast.input_size, fast.hidden_size, partial(ONLSTMCell, chunk_size=fast.chunk_size,
+                                                                        master_input=fast.master_input),
+                             num_layers=fast.num_layers, bidirectional=fast.bidirectional)
+    stack.load_state_dict(fast.state_dict())  # strict: the same parameter names, cell for cell
+    return stack.to(next(fast.parameters()).dtype).train(fast.training)
+
+
+@pytest.mark.parametrize("master_input", ["paper", "symmetric"])
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (True, 2)])
+def test_cell_stack_of_onlstm_cells_gives_the_fast_path_outputs_and_gradients(master_input, bidirectional,
+                                                                               num_layers):
+    """ONLSTMCell's one-step method (the RecurrentCell protocol), run by CellStackEncoder on a padded batch, gives
+    the hidden states of every layer of ONLSTM (its fast time loop) with the same weights, and the same gradients."""
+    torch.manual_seed(5)
+    fast = ONLSTM(5, 12, 3, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input).double()
+    stack = cell_stack_like(fast)
+    assert all(isinstance(cell, RecurrentCell) for cell in stack.cells)
+    x, mask = mixed_batch(torch.float64)
+    x = x.masked_fill(~mask[..., None], float("nan"))  # padding never reaches a real position
+    weights = torch.randn(*x.shape[:2], fast.output_size, dtype=torch.float64)
+
+    fast_out, stack_out = fast(x, mask), stack(x, mask)
+    assert len(stack_out.layers) == len(fast_out.layers) == num_layers
+    for got, want in zip(stack_out.layers, fast_out.layers):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+    assert not stack_out.hidden[~mask].any()  # zero at padded steps, as the fast path
+
+    fast_grads = torch.autograd.grad((fast_out.hidden * weights).sum(), list(fast.parameters()))
+    stack_grads = torch.autograd.grad((stack_out.hidden * weights).sum(), list(stack.parameters()))
+    for got, want in zip(stack_grads, fast_grads):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("on", [pytest.param(True, id="compiled", marks=[
+    pytest.mark.compiled, pytest.mark.skipif(not compiled.built(), reason="the compiled ON-LSTM step was not built")]),
+    pytest.param(False, id="pytorch")])
+def test_cell_stack_of_onlstm_cells_within_1e_5_of_the_fast_path_in_float32(on):
+    """The same in float32 against both back ends of the fast path (the compiled step and the PyTorch loop): both
+    compute the equations ONLSTMCell.step applies."""
+    torch.manual_seed(7)
+    fast = ONLSTM(8, 32, 8, num_layers=2, bidirectional=True).eval()
+    stack = cell_stack_like(fast)
+    x, mask = mixed_batch(torch.float32, features=8)
+    with compiled.switched(on), torch.no_grad():
+        want = fast(x, mask).hidden
+    with torch.no_grad():
+        got = stack(x, mask).hidden
+    assert (got - want).abs().max() < 1e-5

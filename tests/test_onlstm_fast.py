@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm_function import ONLSTMLayerFunction, onlstm_layer
-from onlstm_tasks.encoders.onlstm_pass import step_runs
-from onlstm_tasks.encoders.reference import reference_encode
+from onlstm_tasks.encoders.onlstm.function import ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm.reference import reference_encode
+from onlstm_tasks.encoders.onlstm.runs import step_runs
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
 # unsorted, with ties, shorter than T everywhere but row 1: exercises sorting, runs of steps on fewer rows and

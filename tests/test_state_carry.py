@@ -12,8 +12,8 @@ import torch
 
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.encoders.base import StatefulEncoder, detach_state
-from onlstm_tasks.encoders.onlstm_function import ONLSTMCarryFunction, ONLSTMLayerFunction
-from onlstm_tasks.encoders.reference import reference_step
+from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction
+from onlstm_tasks.encoders.onlstm.reference import reference_step
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
 FEATURES = 5

@@ -7,9 +7,7 @@ from .independent_directions import IndependentDirections
 from .lstm_variants import CIFGLSTM, NoForgetLSTM, PeepholeLSTM
 from .mlstm import MLSTM, MLSTMCell
 from .nested_lstm import NestedLSTM, NestedLSTMCell
-from .onlstm import ONLSTM
-from .onlstm_cell import ONLSTMCell
-from .reference import ReferenceONLSTMCell
+from .onlstm import ONLSTM, ONLSTMCell, ReferenceONLSTMCell
 from .rnn import GRU, LSTM
 from .slstm import SLSTM, SLSTMCell
 from .tree_lstm import ChildSumTreeLSTM

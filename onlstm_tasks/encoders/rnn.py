@@ -14,7 +14,8 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import EncoderOutput, StatefulEncoder, check_layer_states, check_stack_sizes
-from .dropout import check_probability, drop_connect, locked_dropout
+from .dropout import check_probability, locked_dropout
+from .onlstm.dropconnect import drop_connect
 
 LayerStates = tuple[tuple[torch.Tensor, ...], ...]
 

@@ -1,8 +1,8 @@
 """The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
-the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by :mod:`.dropout`).
+the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by :mod:`.dropconnect`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
-want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm_pass.LayerPass` whether a layer may run
+want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm.layer_pass.LayerPass` whether a layer may run
 its per-step element-wise work through it: the library was built and loads, the tensors are float32 on the CPU, and
 ``ONLSTM_FUSED_STEP`` is not ``0``. Otherwise (CUDA, float64, no compiler) the pure-PyTorch loop runs; both follow
 the same conventions and are tested against each other and against the reference cell.

@@ -1,17 +1,18 @@
 /* The element-wise work of one ON-LSTM time step, for every row and direction, in one call (float32, CPU).
  *
- * Optional: built by `pip install` when a C compiler is present, loaded through ctypes by fused_step.py, and
- * replaced by the PyTorch back end (onlstm_steps_torch.py) when absent. It follows that back end's conventions
- * exactly (see onlstm_function.py's module docstring): the pre-activations come with doubled cell-candidate rows
+ * Optional: built by `pip install` when a C compiler is present, loaded through ctypes by compiled.py, and
+ * replaced by the PyTorch back end (steps_torch.py) when absent. It computes the update written once in
+ * equations.py (onlstm_update; its tests compare against it through the reference cell), in the regrouped form and
+ * conventions described there, exactly as that back end does: the pre-activations come with doubled cell-candidate rows
  * and negated input/forget rows, and the cell buffers hold doubled cell states 2c, so one sigmoid gives o,
  * sigmoid(2g), 1 - i and 1 - f, and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
  * this file replaces the dozen small tensor operations that follow it at every step.
  *
  * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient that
- * onlstm_steps_torch.backward_steps computes with PyTorch operations): the recurrent product into dL/dh and the
- * three big products at the end stay in PyTorch (onlstm_pass.py, onlstm_function.py).
+ * steps_torch.backward_steps computes with PyTorch operations): the recurrent product into dL/dh and the
+ * three big products at the end stay in PyTorch (layer_pass.py, function.py).
  *
- * onlstm_random_words and onlstm_dropconnect draw and apply DropConnect masks (dropout.py's drop_connect): a faster
+ * onlstm_random_words and onlstm_dropconnect draw and apply DropConnect masks (dropconnect.py's drop_connect): a faster
  * generator than torch's CPU mt19937, and one pass instead of four PyTorch operations.
  *
  * Why compiled: PyTorch runs each of those operations as a separate pass over memory, and at NER shapes (32 rows x
@@ -50,7 +51,7 @@
 #define INLINE static inline
 #endif
 
-/* fused_step.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
+/* compiled.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
 #define ONLSTM_STEP_ABI 4
 
@@ -63,7 +64,7 @@ typedef struct {
     int64_t st, sk, sr;
 } strided;
 
-/* Everything one layer's steps read and write. Must match _Context in fused_step.py field for field. */
+/* Everything one layer's steps read and write. Must match _Context in compiled.py field for field. */
 typedef struct {
     int64_t dirs, hidden, levels, chunk, symmetric;
     float *scratch;  /* 2 * hidden + 2 * levels floats */
@@ -196,7 +197,7 @@ EXPORT CLONES int onlstm_step(const layer *x, int64_t t, int64_t rows) {
     return 0;
 }
 
-/* What the backward of one step reads and writes. Must match _GradContext in fused_step.py field for field. */
+/* What the backward of one step reads and writes. Must match _GradContext in compiled.py field for field. */
 typedef struct {
     int64_t dirs, hidden, levels, chunk, symmetric;
     float *scratch;   /* 4 * hidden + 4 * levels floats */
@@ -324,8 +325,8 @@ CLONES EXPORT void onlstm_random_words(uint32_t *restrict out, int64_t words, ui
 }
 
 /* DropConnect: out[i] = in[i] * (kept ? scale : 0) over n floats, entry i kept when the low 15 bits of lanes[i]
- * are below `threshold` (1..32768). `lanes` are random 16-bit values (dropout.random_lanes: on the CPU the halves of
- * onlstm_random_words' words); dropout._masked computes the same with PyTorch operations. One pass replaces those
+ * are below `threshold` (1..32768). `lanes` are random 16-bit values (dropconnect.random_lanes: on the CPU the halves of
+ * onlstm_random_words' words); dropconnect._masked computes the same with PyTorch operations. One pass replaces those
  * four (threshold, bool, product, scaling); the backward calls it again with the same lanes to mask the gradient,
  * so no mask is stored. */
 CLONES EXPORT void onlstm_dropconnect(float *restrict out, const float *restrict in, const int16_t *restrict lanes,
@@ -335,7 +336,7 @@ CLONES EXPORT void onlstm_dropconnect(float *restrict out, const float *restrict
 }
 
 /* A module object too, so that the file is a regular extension module for every build tool; Python code never
- * imports it (fused_step.py opens it with ctypes). */
+ * imports it (compiled.py opens it with ctypes). */
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_onlstm_step", NULL, -1, NULL};
 
 PyMODINIT_FUNC PyInit__onlstm_step(void) { return PyModule_Create(&module); }

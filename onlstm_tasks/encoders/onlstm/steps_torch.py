@@ -1,63 +1,25 @@
 """The PyTorch back end of an ON-LSTM layer pass: each step's element-wise work as whole-batch tensor operations.
 
-The conventions (gate layout, doubled cell state, negated input/forget rows) are those of :mod:`.onlstm_function`;
-:mod:`.fused_step` is the compiled back end that reads and writes the same buffers. This one runs wherever the
-compiled one does not: float64, GPUs, machines where it was not built. Also the per-step view helpers the pass uses.
+It computes the update of :mod:`.equations` in its regrouped form, in the conventions (gate layout, doubled cell
+state, negated input/forget rows) described there; the compiled step (``_onlstm_step.c``, loaded by
+:mod:`.compiled`) is the other back end, reading and writing the same buffers. This one runs wherever the compiled
+one does not: float64, GPUs, machines where it was not built.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-if TYPE_CHECKING:
-    from .onlstm_pass import LayerPass
+from .equations import gate_rows
+from .runs import PassLayout, alternating, pair_first, per_step, scratch_views
 
 
-def per_step(buf: torch.Tensor, segments, offset: int = 0, fn=None) -> list[torch.Tensor | None]:
-    """For every step t the view ``buf[:, t + offset, :rows]`` of a [K, T, B, ...] buffer (``fn`` applied to each
-    run's [K, steps, rows, ...] block first; None before the first step). Made in bulk: slicing in the loop
-    costs more."""
-    views: list[torch.Tensor | None] = []
-    for rows, start, stop in segments:
-        first = start + offset
-        if first < 0:
-            views.extend([None] * -first)
-            first = 0
-        block = buf[:, first : stop + offset, :rows]
-        views.extend((block if fn is None else fn(block)).unbind(1))
-    return views
-
-
-def scratch_views(buf: torch.Tensor, segments) -> list[torch.Tensor]:
-    """The same scratch buffer ``buf[:, :rows]`` (``buf`` [K, B, ...]) for every step."""
-    views: list[torch.Tensor] = []
-    for rows, start, stop in segments:
-        views.extend([buf[:, :rows]] * (stop - start))
-    return views
-
-
-def alternating(buf: torch.Tensor, segments, offset: int = 0) -> list[torch.Tensor]:
-    """``buf[(t + offset) % 2, :, :rows]`` for every step t: two scratch slots, one written while the other is read."""
-    views: list[torch.Tensor] = []
-    for rows, start, stop in segments:
-        slots = buf[:, :, :rows].unbind(0)
-        views.extend(slots[(t + offset) % 2] for t in range(start, stop))
-    return views
-
-
-def pair_first(block: torch.Tensor) -> torch.Tensor:
-    """[K, steps, n, 2, ...] -> [K, steps, 2, n, ...] (a view): the input/forget pair before the rows."""
-    return block.transpose(2, 3)
-
-
-def forward_steps(layer: LayerPass, acts, h, masters):
+def forward_steps(layer: PassLayout, acts, h, masters):
     """The element-wise work of step t as PyTorch operations on whole-batch views: ``fn(t)``, run after step t's
     recurrent product has been added into ``acts``. Writes what the compiled step writes (see ``_onlstm_step.c``)."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     seg, new = layer.segments, acts.new_empty
-    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    _, m0, o0, c0, _ = gate_rows(hidden, levels)  # first rows of the output, cell and input blocks
     if layer.save:
         acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
         views = per_step
@@ -103,14 +65,14 @@ def forward_steps(layer: LayerPass, acts, h, masters):
     return step
 
 
-def backward_steps(layer: LayerPass, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+def backward_steps(layer: PassLayout, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
     """The element-wise backward of step t as PyTorch operations on whole-batch views: ``fn(t)``, run in reverse
     order of t once ``d_h[:, t]`` holds all of dL/dh_t; writes ``d_pre[:, t]``. ``d_logits_const``: the distances'
     share of dL/d(master logits) [K, T, B, 2, L] or None; ``k`` [2, L, L] maps dL/d[i~, f~] to dL/d[p_i, p_f]."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     seg, dtype = layer.segments, d_h.dtype
     acts, masters, probs, cells, tanh_c, eff, omega = saved
-    m0, o0, c0 = 2 * levels, 2 * levels + hidden, 2 * levels + 2 * hidden
+    _, m0, o0, c0, _ = gate_rows(hidden, levels)  # first rows of the output, cell and input blocks
     if d_logits_const is not None:
         d_logits_const = per_step(d_logits_const, seg, fn=pair_first)
     d_hs = per_step(d_h, seg)

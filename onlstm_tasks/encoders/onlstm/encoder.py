@@ -7,9 +7,11 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from .base import EncoderOutput, StatefulEncoder, check_layer_states
-from .dropout import check_probability, drop_connect, locked_dropout
-from .onlstm_cell import BatchPlan, ONLSTMCell, run_directions, run_left_to_right
+from ..base import EncoderOutput, StatefulEncoder, check_layer_states
+from ..dropout import check_probability, locked_dropout
+from .batch_plan import BatchPlan, run_directions, run_left_to_right
+from .cell import ONLSTMCell
+from .dropconnect import drop_connect
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 

@@ -1,41 +1,16 @@
 """A plainly written ON-LSTM: the test oracle for every faster implementation.
 
 Written straight from the paper (Shen et al., ICLR 2019, eqs. 9-14) with no batching tricks: one sentence at a
-time, one step at a time, every gate named. Slow on purpose; never used for training.
-
-Gate layout of the pre-activations (shared with :class:`onlstm_tasks.encoders.onlstm.ONLSTM` and with the
-authors' ``ON_LSTM.py``), for ``L = hidden_size / chunk_size`` levels:
-
-    [ master input (L) | master forget (L) | output (H) | cell (H) | input (H) | forget (H) ]
+time, one step at a time, every gate named (the equations and the gate layout are in :mod:`.equations`, which this
+module applies as they are). Slow on purpose; never used for training.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .gates import cumax, master_input_gate
-from .onlstm_cell import ONLSTMCell
-
-
-def ordered_cell_update(
-    c_prev: torch.Tensor,
-    c_hat: torch.Tensor,
-    forget: torch.Tensor,
-    input: torch.Tensor,
-    master_forget: torch.Tensor,
-    master_input: torch.Tensor,
-) -> torch.Tensor:
-    """The paper's soft update (eq. 14), every argument already broadcast to the cell's shape:
-
-    omega = f~ * i~
-    c_t   = omega * (f * c_{t-1} + i * c^) + (f~ - omega) * c_{t-1} + (i~ - omega) * c^
-    """
-    omega = master_forget * master_input
-    return (
-        omega * (forget * c_prev + input * c_hat)
-        + (master_forget - omega) * c_prev
-        + (master_input - omega) * c_hat
-    )
+from .cell import ONLSTMCell
+from .equations import onlstm_update
 
 
 def reference_step(
@@ -74,27 +49,8 @@ def reference_gate_step(
 
     Returns (h_t [H], c_t [H], master forget f~ [L] (non-decreasing), master input i~ [L] (non-increasing)).
     """
-    hidden_size = h.numel()
-    levels = hidden_size // chunk_size
     pre = weight_ih @ x + bias_ih + weight_hh @ h + bias_hh
-    mi_logits = pre[:levels]
-    mf_logits = pre[levels : 2 * levels]
-    o_pre, c_pre, i_pre, f_pre = pre[2 * levels :].split(hidden_size)
-
-    f_master = cumax(mf_logits)  # [L], non-decreasing
-    i_master = master_input_gate(mi_logits, master_input)  # [L], non-increasing
-
-    out_gate = torch.sigmoid(o_pre)
-    c_hat = torch.tanh(c_pre)
-    in_gate = torch.sigmoid(i_pre)
-    forget_gate = torch.sigmoid(f_pre)
-
-    # each level's master gate value covers chunk_size neurons
-    f_master_full = f_master.repeat_interleave(chunk_size)
-    i_master_full = i_master.repeat_interleave(chunk_size)
-    c_t = ordered_cell_update(c, c_hat, forget_gate, in_gate, f_master_full, i_master_full)
-    h_t = out_gate * torch.tanh(c_t)
-    return h_t, c_t, f_master, i_master
+    return onlstm_update(pre, c, chunk_size, master_input)
 
 
 class ReferenceONLSTMCell(ONLSTMCell):

@@ -1,62 +1,27 @@
-"""Parameters of one ON-LSTM direction, and the batch layout that feeds the fast time loop (:mod:`.onlstm_function`)."""
+"""The batch layout that feeds the fast time loop (:mod:`.function`): sorted rows, time first, the right-to-left
+direction reversed within each row's length, and the gathers that go there and back.
+
+Reads only the cells' parameters (any object with the attributes of :class:`CellWeights`, in practice
+:class:`~.cell.ONLSTMCell`), so that the cell module can build on it.
+"""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
-from torch import nn
 from torch.autograd.function import once_differentiable
 
-from .gates import MASTER_INPUT_VARIANTS
-from .onlstm_function import LayerState, onlstm_layer, onlstm_layer_carry
+from .function import LayerState, onlstm_layer, onlstm_layer_carry
 
 
-class ONLSTMCell(nn.Module):
-    """One direction of one ON-LSTM layer.
+class CellWeights(Protocol):
+    """What the layer runners read of an ON-LSTM cell (see :class:`~.cell.ONLSTMCell` for the layout)."""
 
-    Parameters (the layout of the authors' ``ON_LSTM.py``; ``L = hidden_size / chunk_size`` levels, ``G = 4H + 2L``):
-    ``weight_ih`` [G, input_size], ``bias_ih`` [G], ``weight_hh`` [G, H], ``bias_hh`` [G], rows ordered
-
-        [ master input (L) | master forget (L) | output (H) | cell (H) | input (H) | forget (H) ]
-
-    where the four H-blocks are level-major: neuron ``k * chunk_size + j`` belongs to level ``k``.
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, chunk_size: int, master_input: str = "paper") -> None:
-        super().__init__()
-        if chunk_size <= 0 or hidden_size <= 0 or hidden_size % chunk_size:
-            raise ValueError(
-                f"hidden_size must be a positive multiple of chunk_size, got hidden_size={hidden_size}, "
-                f"chunk_size={chunk_size}"
-            )
-        if master_input not in MASTER_INPUT_VARIANTS:
-            raise ValueError(f"master_input must be one of {MASTER_INPUT_VARIANTS}, got {master_input!r}")
-        self.input_size, self.hidden_size, self.chunk_size = input_size, hidden_size, chunk_size
-        self.levels = hidden_size // chunk_size
-        self.master_input = master_input
-        gates = 4 * hidden_size + 2 * self.levels
-        self.weight_ih = nn.Parameter(torch.empty(gates, input_size))
-        self.bias_ih = nn.Parameter(torch.empty(gates))
-        self.weight_hh = nn.Parameter(torch.empty(gates, hidden_size))
-        self.bias_hh = nn.Parameter(torch.empty(gates))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        bound = self.hidden_size**-0.5  # as nn.LSTM
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
-
-    def run(
-        self, x: torch.Tensor, mask: torch.Tensor | None, weight_hh: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Runs left to right over x [B, T, D] from a zero state.
-
-        ``mask`` [B, T] bool, left-aligned (None when every row is full): a row's steps end at its length.
-        Returns hidden states [B, T, H] and forget/input distances [B, T], all zero at padded steps.
-        Differentiable in ``x``, the parameters and ``weight_hh`` (passed in so DropConnect can replace it).
-        """
-        plan = BatchPlan(mask, x.size(0), x.size(1), x.device)
-        h, d_forget, d_input = run_directions([self], x, plan, [weight_hh])
-        return h, d_forget[0], d_input[0]
+    weight_ih: torch.Tensor
+    bias_ih: torch.Tensor
+    bias_hh: torch.Tensor
+    master_input: str
 
 
 class BatchPlan:
@@ -135,7 +100,7 @@ class _GatherRows(torch.autograd.Function):
 
 
 def run_directions(
-    cells: list[ONLSTMCell], x: torch.Tensor, plan: BatchPlan, weights_hh: list[torch.Tensor]
+    cells: list[CellWeights], x: torch.Tensor, plan: BatchPlan, weights_hh: list[torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Runs one layer from a zero state: ``cells[0]`` left to right and, if given, ``cells[1]`` right to left,
     side by side.
@@ -151,7 +116,7 @@ def run_directions(
 
 
 def run_left_to_right(
-    cell: ONLSTMCell,
+    cell: CellWeights,
     x: torch.Tensor,
     plan: BatchPlan,
     weight_hh: torch.Tensor,
@@ -159,7 +124,7 @@ def run_left_to_right(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
     """:func:`run_directions` for one left-to-right cell on a full batch (``plan`` without a mask), starting from
     ``state`` and returning the final one: the windows of a contiguous stream (truncated back-propagation through
-    time, see :func:`.onlstm_function.onlstm_layer_carry`).
+    time, see :func:`.function.onlstm_layer_carry`).
 
     ``state``: ``(h, c)``, each [B, H], a constant (no gradient flows into it); None for zeros. Returns hidden
     states [B, T, H], forget/input distances [1, B, T] and the final ``(h, c)``, each [B, H].
@@ -181,7 +146,7 @@ def _layer_inputs(x: torch.Tensor, plan: BatchPlan, dirs: int) -> torch.Tensor:
 
 
 def _layer_weights(
-    cells: list[ONLSTMCell], weights_hh: list[torch.Tensor]
+    cells: list[CellWeights], weights_hh: list[torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The cells' ``weight_ih`` [K, G, D], summed biases [K, G] and recurrent weights [K, G, H], stacked."""
     if len(cells) == 1:  # no stack: a view costs nothing

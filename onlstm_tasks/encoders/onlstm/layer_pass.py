@@ -1,33 +1,19 @@
-"""One ON-LSTM layer's forward and backward pass (see :mod:`.onlstm_function` for the maths and conventions).
+"""One ON-LSTM layer's forward and backward pass (see :mod:`.equations` for the maths, :mod:`.function` for the
+conventions).
 
 :class:`LayerPass` allocates the buffers, computes the input projection, runs the time loop (each step's recurrent
-product here, its element-wise work in a back end: :mod:`.fused_step` when usable, else :mod:`.onlstm_steps_torch`)
-and, with ``save=True``, keeps what its :meth:`LayerPass.backward` reads.
+product here, its element-wise work in a back end: the compiled step (:mod:`.compiled`, bound to the buffers here)
+when usable, else :mod:`.steps_torch`) and, with ``save=True``, keeps what its :meth:`LayerPass.backward` reads.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import fused_step
-from . import onlstm_steps_torch as torch_steps
-from .onlstm_steps_torch import per_step
-
-SHRINK = 0.75
-
-
-def step_runs(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
-    """Runs of steps ``(rows, start, stop)`` computed on the first ``rows`` rows (see "Padding" in
-    :mod:`.onlstm_function`)."""
-    segments: list[list[int]] = []
-    for t, n in enumerate(batch_sizes):
-        if n == 0:
-            break
-        if segments and n > SHRINK * segments[-1][0]:
-            segments[-1][2] = t + 1
-        else:
-            segments.append([n, t, t + 1])
-    return [(rows, start, stop) for rows, start, stop in segments]
+from . import compiled
+from . import steps_torch as torch_steps
+from .equations import gate_rows
+from .runs import PassLayout, gather_runs, per_step, scatter_runs, step_runs
 
 
 def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
@@ -36,27 +22,6 @@ def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
         slot.zero_()
     else:
         slot.copy_(c_init).mul_(2.0)
-
-
-def gather_runs(buf: torch.Tensor, runs, offset: int = 0) -> torch.Tensor:
-    """The (step + offset, row) entries of buf [K, T, B, n] for every run's steps and rows, packed: [K, N, n]
-    (a view when there is one run over every row; N = 0 for no runs, as when no step reads a previous one)."""
-    blocks = [buf[:, start + offset : stop + offset, :rows].reshape(buf.size(0), -1, buf.size(-1))
-              for rows, start, stop in runs]
-    if not blocks:
-        return buf.new_zeros(buf.size(0), 0, buf.size(-1))
-    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, 1)
-
-
-def scatter_runs(packed: torch.Tensor, runs, out: torch.Tensor) -> torch.Tensor:
-    """The inverse of :func:`gather_runs`: writes packed [K, N, n] into ``out`` [K, T, B, n] (elsewhere ``out``
-    keeps what it held) and returns ``out``."""
-    first = 0
-    for rows, start, stop in runs:
-        size = (stop - start) * rows
-        out[:, start:stop, :rows] = packed[:, first : first + size].view(out.size(0), stop - start, rows, -1)
-        first += size
-    return out
 
 
 def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, runs) -> None:
@@ -70,9 +35,9 @@ def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch
         scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
 
 
-def _fused_forward_steps(layer: LayerPass, acts, h, masters):
-    """The element-wise work of step t as one call of the compiled step (see :mod:`.fused_step`); ``fn(t)`` as
-    :func:`.onlstm_steps_torch.forward_steps`, writing the same buffers."""
+def _fused_forward_steps(layer: PassLayout, acts, h, masters):
+    """The element-wise work of step t as one call of the compiled step (see :mod:`.compiled`); ``fn(t)`` as
+    :func:`.steps_torch.forward_steps`, writing the same buffers."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     if layer.save:
         acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
@@ -82,20 +47,20 @@ def _fused_forward_steps(layer: LayerPass, acts, h, masters):
     else:  # two slots [K, B, H], one written while the other is read
         slots = layer.cells[..., 1, :].unbind(0)
         c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
-    steps_fn = fused_step.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
+    steps_fn = compiled.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
                                      master=masters.flatten(-2), c_slots=c_slots, saved=saved)
     rows_at = layer.rows_at
     return lambda t: steps_fn(t, rows_at[t])
 
 
-def _fused_backward_steps(layer: LayerPass, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
-    """:func:`.onlstm_steps_torch.backward_steps` as one call of the compiled step's backward per step."""
+def _fused_backward_steps(layer: PassLayout, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+    """:func:`.steps_torch.backward_steps` as one call of the compiled step's backward per step."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     acts, masters, probs, cells, tanh_c, eff, omega = saved
     carry = d_h.new_empty(dirs, batch, hidden)  # dL/dc, updated in place from step to step
     if grad_c_last is not None:
         carry.copy_(grad_c_last)
-    backward = fused_step.FusedBackwardSteps(
+    backward = compiled.FusedBackwardSteps(
         hidden=hidden, levels=levels, symmetric=layer.symmetric, d_h=d_h, act=acts, tanh_c=tanh_c,
         cells=cells.flatten(-2), eff=eff.flatten(-2), omega=omega, master=masters.flatten(-2),
         prob=probs.flatten(-2), d_pre=d_pre, carry=carry,
@@ -122,7 +87,7 @@ class LayerPass:
         seg = self.segments = step_runs(batch_sizes)
         self.stop = stop = seg[-1][2]  # steps with a running row
         self.rows_at = [rows for rows, start, end in seg for _ in range(start, end)]
-        o0, c0 = 2 * levels + hidden, 2 * levels + 2 * hidden
+        rows = gate_rows(hidden, levels)
         new = x.new_empty
         self.valid = None
         if batch_sizes[-1] != batch:  # [T, B] bool: the row is running at that step
@@ -132,8 +97,8 @@ class LayerPass:
 
         # doubled cell-candidate rows, negated input/forget rows (see the module docstring)
         scale = x.new_ones(gates, 1)
-        scale[o0:c0] = 2.0
-        scale[c0:] = -1.0
+        scale[rows.cell : rows.input] = 2.0
+        scale[rows.input :] = -1.0
         w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
         acts = new(dirs, steps, batch, gates)  # pre-activations from the input, then every step's activations
         _project(acts, x, (weight_ih * scale).transpose(1, 2), (bias * scale[:, 0]).unsqueeze(1), seg)
@@ -150,7 +115,7 @@ class LayerPass:
             cells = new(2, dirs, batch, 2, hidden)
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
-        back_end = _fused_forward_steps if fused_step.usable(x) else torch_steps.forward_steps
+        back_end = _fused_forward_steps if compiled.usable(x) else torch_steps.forward_steps
         elementwise = back_end(self, acts, h, masters)
 
         a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
@@ -209,7 +174,7 @@ class LayerPass:
                 g = g * valid[..., None]
             d_logits_const = torch._softmax_backward_data(g.unsqueeze(-1) * k.sum(1), probs, 4, dtype)
 
-        elementwise = (_fused_backward_steps if fused_step.usable(h) else torch_steps.backward_steps)(
+        elementwise = (_fused_backward_steps if compiled.usable(h) else torch_steps.backward_steps)(
             self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
         d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
         rows_at = self.rows_at

@@ -6,28 +6,15 @@ step's activations in place into preallocated buffers. The backward walks the st
 big matmuls (``dW_hh``, ``dW_ih``, ``dx``). Without gradients the loop runs on scratch buffers and saves nothing.
 Every step is a handful of whole-batch tensor operations, so the Python loop costs little next to them.
 
-Gate rows (see :class:`ONLSTMCell`), ``L`` levels of ``C`` neurons each, ``H = L * C``:
+The maths, the gate layout and the regrouped update with its three rewrites (doubled cell-candidate rows, negated
+input/forget rows, doubled cell state) are in :mod:`.equations`.
 
-    [ master input (L) | master forget (L) | output (H) | cell (H) | input (H) | forget (H) ]
-
-Per step, with ``p_i, p_f`` the softmaxes of the master logits, ``i~ = 1 - cumsum(p_i)`` (paper) or
-``1 - cumsum(p_i) + p_i`` (symmetric: the reverse cumulative sum), ``f~ = cumsum(p_f)`` and ``w = i~ f~`` (per
-level, broadcast over the level's C neurons):
-
-    eff_in = i~ - w (1 - i),   eff_forget = f~ - w (1 - f),   c_t = eff_forget c_{t-1} + eff_in c^,   h_t = o tanh(c_t)
-
-which is the paper's ``w (f c + i c^) + (f~ - w) c + (i~ - w) c^`` regrouped. Three rewrites each save a pass over
-memory per step: the cell-candidate rows of the weights are doubled and the input/forget rows negated, so that one
-``sigmoid`` over all four gate blocks yields ``o``, ``sigmoid(2 g)`` and ``1 - i``, ``1 - f`` directly; and the cell
-state is kept doubled (``2 c``, ``2 c^``), so that ``tanh(c) = 2 sigmoid(2 c) - 1`` (several times faster than
-``tanh`` on CPU) needs no extra multiply.
-
-Where the code is: this module holds the autograd Functions; :mod:`.onlstm_pass` one layer's forward and backward
-pass (buffers, time loop, recurrent products); two back ends run a step's element-wise work (after its recurrent
-product, which is always a PyTorch ``baddbmm``): PyTorch operations on whole-batch views
-(:mod:`.onlstm_steps_torch`), or one call of the compiled step (``_onlstm_step.c`` through :mod:`.fused_step`) for
-float32 on the CPU when it was built. The back ends read and write the same buffers in the same conventions; the
-compiled one makes inference 15-20% faster and training 10-20% faster at NER shapes
+Where the code is: this module holds the autograd Functions; :mod:`.layer_pass` one layer's forward and backward
+pass (buffers, time loop, recurrent products) and :mod:`.runs` the runs of steps it walks; two back ends run a
+step's element-wise work (after its recurrent product, which is always a PyTorch ``baddbmm``): PyTorch operations
+on whole-batch views (:mod:`.steps_torch`), or one call of the compiled step (``_onlstm_step.c`` through
+:mod:`.compiled`) for float32 on the CPU when it was built. The back ends read and write the same buffers in the same
+conventions; the compiled one makes inference 15-20% faster and training 10-20% faster at NER shapes
 (scripts/benchmark_encoders.py prints both).
 
 Padding: rows are sorted by length (longest first) and ``batch_sizes[t]`` rows are running at step t. A run of
@@ -49,7 +36,8 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
-from .onlstm_pass import LayerPass, gather_runs, scatter_runs
+from .layer_pass import LayerPass
+from .runs import gather_runs, scatter_runs
 
 
 class LayerState(NamedTuple):

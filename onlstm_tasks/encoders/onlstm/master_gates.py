@@ -3,7 +3,7 @@
 The fast forward pass keeps only the distances (``1 - mean(f~_t)``, ``mean(i~_t)``). :func:`master_gates`
 recomputes the gate vectors themselves: it takes the layer's input from an eval-mode forward pass of the encoder
 (``x`` for layer 0, the previous layer's states otherwise) and steps the plain reference cell
-(:func:`~onlstm_tasks.encoders.reference.reference_gate_step`) over each sentence, in the layer's reading direction.
+(:func:`~onlstm_tasks.encoders.onlstm.reference.reference_gate_step`) over each sentence, in the layer's reading direction.
 Nothing is stored on the modules. Slow (a Python loop per sentence and step); meant for a handful of sentences.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import reverse_padded
-from .independent_directions import IndependentDirections
-from .onlstm import ONLSTM
+from ..base import reverse_padded
+from ..independent_directions import IndependentDirections
+from .encoder import ONLSTM
 from .reference import reference_gate_step
 
 
