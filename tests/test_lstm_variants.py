@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from onlstm_tasks.encoders import CIFGLSTM, LSTM, NoForgetLSTM, PeepholeLSTM
 from onlstm_tasks.encoders.cell_stack import run_cell
