@@ -16,6 +16,15 @@ QUICK = str(ROOT / "configs/quickstart.yaml")
 SAMPLE = str(ROOT / "onlstm_tasks/sample_data/ner")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_log_handler():
+    """main() attaches a stderr handler to the package logger: drop it after each test (capsys swaps stderr)."""
+    import logging
+
+    yield
+    logging.getLogger("onlstm_tasks").handlers.clear()
+
+
 def run(capsys, *args: str) -> tuple[int, list[str]]:
     with pytest.raises(SystemExit) as exit_info:
         main(list(args))
