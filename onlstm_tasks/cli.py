@@ -2,19 +2,141 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
+import re
 import sys
 
 from pathlib import Path
 
-import torch
-from lightning.pytorch.cli import LightningCLI
+import yaml
+from jsonargparse import Namespace
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from . import __version__
+from .data.checkpoint_file import read_checkpoint_file
+from .errors import ConfigError, debug_requested, find_user_error, report_user_error
+from .tasks.loading import task_model_class
+
+log = logging.getLogger(__name__)
 
 # model hyper-parameters that are facts of the data: linked from the data module (which reads them from the
 # checkpoint for validate/test/predict), so never re-parsed from a checkpoint
 DATA_FACTS = ("word_vocab", "char_vocab", "labels")
+# what each task model trains, for the error of a checkpoint given to another task's config
+TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect sentiment", "LanguageModel": "a language model"}
+
+
+class TasksArgumentParser(LightningArgumentParser):
+    """LightningArgumentParser whose errors are one or two lines (:func:`short_parser_message`), raised as
+    :class:`ConfigError` instead of printing the whole usage; ``--help`` shows the usage as before."""
+
+    def error(self, message: str, ex: Exception | None = None):
+        if not self.exit_on_error:
+            return super().error(message, ex)
+        raise ConfigError(short_parser_message(message, self)) from ex
+
+
+def _accepted_keys(class_path: str) -> list[str]:
+    """The constructor arguments of the class at ``class_path`` (empty when it cannot be imported)."""
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(__import__(module, fromlist=[name]), name)
+        params = inspect.signature(cls).parameters.values()
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _did_you_mean(key: str, accepted: list[str]) -> str:
+    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else (f" (accepted: {', '.join(accepted)})" if accepted else "")
+
+
+def short_parser_message(message: str, parser=None) -> str:
+    """jsonargparse's error (a nested report of every Union subtype tried, with the whole given value, e.g. a
+    vocabulary of thousands of words) cut to what the user must change."""
+    option = re.search(r"Option '([^']+)' is not accepted", message)
+    class_paths = re.findall(r"class_path(?:=| )'([^']+)'", message)
+    if option and class_paths:
+        key, class_path = option.group(1), class_paths[-1]
+        parents = re.findall(r'Parser key "([^"]+)"', message)
+        where = ".init_args.".join(parents) + ".init_args" if parents else class_path
+        return (f"unknown key `{key}` in {where} ({class_path.rsplit('.', 1)[-1]})"
+                f"{_did_you_mean(key, _accepted_keys(class_path))}")
+    unknown = re.search(r"(?:Key '|Unrecognized arguments: -*)([\w.]+)", message)
+    if unknown:
+        key = unknown.group(1)
+        accepted = [a.dest for a in getattr(parser, "_actions", []) if a.dest and a.dest != "help"]
+        parent, _, leaf = key.rpartition(".")
+        siblings = [a.rpartition(".")[2] for a in accepted if a.rpartition(".")[0] == parent]
+        close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
+        hint = f"; did you mean `{parent + '.' if parent else ''}{close[0]}`?" if close else ""
+        return f"unknown key `{key}`{hint}"
+    return short_union_message(message)
+
+
+def short_union_message(message: str) -> str:
+    """The innermost reasons of a jsonargparse Union report, without the ``Given value`` dumps."""
+    reasons = [line.strip(" -") for line in message.splitlines()
+               if line.strip().startswith("- ") and "Expected a <class 'NoneType'>" not in line
+               and "Does not validate" not in line]
+    reasons = [r for r in reasons if "Problem with given class_path" not in r] or reasons
+    first = message.strip().splitlines()[0] if message.strip() else "invalid configuration"
+    text = "; ".join(dict.fromkeys(reasons)) if reasons else first
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _node(config, dotted: str):
+    """The value at a dotted key of a config Namespace or dict, passing through ``init_args`` levels; None if absent."""
+    node = config
+    for part in dotted.split("."):
+        if isinstance(node, (dict, Namespace)) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def dropped_init_args(argv: list[str], config) -> list[str]:
+    """Warnings for ``--X.encoder NAME`` overrides that replaced a config file's class and dropped its
+    ``init_args`` the new class does not take (jsonargparse drops them silently)."""
+    files = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("--config", "-c")]
+    files += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--config=")]
+    merged: dict = {}
+    for file in files:
+        try:
+            loaded = yaml.safe_load(Path(file).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        _merge(merged, loaded)
+    warnings = []
+    for arg in argv:
+        if not arg.startswith("--") or arg.startswith("--config"):
+            continue
+        key = arg[2:].split("=", 1)[0].removesuffix(".class_path")
+        before = _node(merged, key)
+        after = _node(config, key)
+        if not (isinstance(before, dict) and isinstance(after, Namespace) and "class_path" in after):
+            continue
+        old_args = before.get("init_args") or {}
+        new_args = after.get("init_args") or Namespace()
+        dropped = [k for k in old_args if k not in new_args]
+        if dropped and before.get("class_path") != after.class_path:
+            warnings.append(f"--{key}: {after.class_path.rsplit('.', 1)[-1]} replaces "
+                            f"{str(before.get('class_path')).rsplit('.', 1)[-1]} and drops its "
+                            f"{', '.join(f'{k}={old_args[k]}' for k in dropped)} (it does not take them; set the "
+                            f"new class's arguments with --{key}.init_args.KEY)")
+    return warnings
+
+
+def _merge(into: dict, other: dict) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 class TasksCLI(LightningCLI):
@@ -26,6 +148,22 @@ class TasksCLI(LightningCLI):
             parser.link_arguments(f"data.{fact}", f"model.init_args.{fact}", apply_on="instantiate")
         parser.add_argument("--test_after_fit", type=bool, default=False,
                             help="after fit, run test on the best checkpoint and print the scores")
+
+    def parse_arguments(self, parser, args) -> None:
+        super().parse_arguments(parser, args)
+        sub = self.config.get("subcommand")
+        argv = sys.argv[1:] if args is None else args
+        if isinstance(argv, list) and sub:
+            for warning in dropped_init_args(argv[1:] if argv and argv[0] == sub else argv, self.config[sub]):
+                log.warning(warning)
+
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+        except ValueError as err:
+            if find_user_error(err) is not None or "Does not validate against any of the Union" not in str(err):
+                raise
+            raise ConfigError(f"cannot build the configured classes: {short_union_message(str(err))}") from err
 
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
@@ -47,8 +185,9 @@ class TasksCLI(LightningCLI):
         ckpt_path = self.config[sub].get("ckpt_path") if sub else None
         if not ckpt_path or not Path(ckpt_path).is_file():
             return
-        hparams = torch.load(ckpt_path, weights_only=True, map_location="cpu").get("hyper_parameters", {})
+        hparams = read_checkpoint_file(ckpt_path).get("hyper_parameters", {})
         hparams.pop("_instantiator", None)
+        self._check_task(ckpt_path, hparams, self.config[sub].get("model"))
         for fact in DATA_FACTS:
             hparams.pop(fact, None)
         if "_class_path" in hparams:
@@ -59,6 +198,23 @@ class TasksCLI(LightningCLI):
             except SystemExit:
                 sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
                 raise
+
+    @staticmethod
+    def _check_task(ckpt_path: str, hparams: dict, model) -> None:
+        """Refuses a checkpoint of another task than the config's model (one line instead of a failure deep in
+        the first batch)."""
+        configured = getattr(model, "class_path", None) if model is not None else None
+        if not hparams or not configured:
+            return
+        try:
+            saved = task_model_class(hparams)
+        except ValueError as err:
+            raise ConfigError(f"{ckpt_path}: {err}") from None
+        wanted = configured.rsplit(".", 1)[-1]
+        if saved.__name__ != wanted and wanted in TASK_NAMES:
+            raise ConfigError(f"{ckpt_path} is a {TASK_NAMES.get(saved.__name__, saved.__name__)} checkpoint; this "
+                              f"config trains {TASK_NAMES[wanted]} (give a checkpoint of {wanted}, or the config "
+                              f"the checkpoint was trained with)")
 
     def after_fit(self) -> None:
         if self.config.fit.get("test_after_fit"):
@@ -79,20 +235,32 @@ def show_package_logs() -> None:
 
 
 def main(args: list[str] | None = None) -> None:
+    """The console script. The project's own errors (bad data, config, checkpoint, unreachable hub) print one
+    line ``error: <file>:<line>: <what> (<what to do>)`` and exit with code 2; ``--debug`` (or
+    ``ONLSTM_TASKS_DEBUG=1``) shows their traceback. Any other exception is a bug and keeps its traceback."""
     show_package_logs()
-    argv = sys.argv[1:] if args is None else args
+    debug, argv = debug_requested(list(sys.argv[1:] if args is None else args))
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")
         return
-    TasksCLI(
-        model_class=None,
-        datamodule_class=None,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        args=args,
-        save_config_kwargs={"overwrite": True},
-        trainer_defaults={"use_distributed_sampler": False},
-    )
+    if args is None:
+        sys.argv[1:] = argv  # without --debug; LightningCLI reads sys.argv itself (it warns when given both)
+    try:
+        TasksCLI(
+            model_class=None,
+            datamodule_class=None,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            args=None if args is None else argv,
+            parser_class=TasksArgumentParser,
+            save_config_kwargs={"overwrite": True},
+            trainer_defaults={"use_distributed_sampler": False},
+        )
+    except Exception as err:
+        user_error = find_user_error(err)
+        if user_error is None or debug:
+            raise
+        report_user_error(user_error)
 
 
 if __name__ == "__main__":

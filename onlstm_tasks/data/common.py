@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
+from .checkpoint_file import read_checkpoint_file
 from .features import WordNormalizer
 from .vocab import Vocabulary
 
@@ -35,7 +34,7 @@ def data_from_checkpoint(path: str, model: str) -> CheckpointData:
     ``model`` names the expected kind of model (with its article, e.g. "an NERTagger") in the error raised
     when the vocabularies or labels are missing.
     """
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    checkpoint = read_checkpoint_file(path)
     hparams = checkpoint.get("hyper_parameters", {})
     missing = [k for k in ("word_vocab", "char_vocab", "labels") if k not in hparams]
     if missing:
@@ -67,7 +66,7 @@ def word_options(datamodule_hparams: Mapping[str, Any] | None) -> WordOptions | 
 
 def word_options_from_checkpoint(path: str, weights_only: bool = True) -> WordOptions | None:
     """:func:`word_options` of the data module a checkpoint file was trained with."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=weights_only)
+    checkpoint = read_checkpoint_file(path, weights_only=weights_only)
     return word_options(checkpoint.get("datamodule_hyper_parameters"))
 
 

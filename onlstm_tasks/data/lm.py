@@ -27,6 +27,7 @@ from onlstm_tasks.errors import DataFormatError
 
 from .base import TaskDataModule
 from .batching import IGNORE, TokenBatch
+from .checkpoint_file import read_checkpoint_file
 from .common import word_options
 from .examples import Example
 from .features import WordNormalizer
@@ -165,7 +166,7 @@ class LanguageModelDataModule(TaskDataModule):
         return vocab
 
     def _vocabularies_from_checkpoint(self, path: str) -> Vocabulary:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = read_checkpoint_file(path)
         words = (checkpoint.get("hyper_parameters") or {}).get("word_vocab")
         if not words:
             raise ValueError(f"{path}: checkpoint hyper-parameters lack word_vocab; not a LanguageModel checkpoint?")

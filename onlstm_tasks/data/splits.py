@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onlstm_tasks.errors import DataFormatError, HubUnreachableError
+
 from .split_files import DataFiles, add_split, check_hub_id, files_under, flat, normalise_split, ordered, split_paths
 
 Reader = Callable[..., tuple[list, dict[str, int]]]  # (data, source=None, **options) -> (items, stats)
@@ -90,10 +92,66 @@ def _is_dataset(formats: SplitFormats, path: str, data_dir: str | None, data_fil
     return formats.is_dataset([base] if base.is_file() else [f for f in base.rglob("*") if f.is_file()])
 
 
+# README's lines for reading each hub dataset of the configs from a local copy (the data kit's ../shared/data)
+LOCAL_COPIES = {
+    "ontonotes/conll2012_ontonotesv5":
+        "--data.init_args.path ../shared/data/conll2012_ontonotesv5 --data.init_args.revision null",
+    "tomaarsen/setfit-absa-semeval-laptops": "--data.init_args.path ../shared/data/setfit-absa-semeval-laptops",
+    "tomaarsen/setfit-absa-semeval-restaurants":
+        "--data.init_args.path ../shared/data/setfit-absa-semeval-restaurants",
+    "eriktks/conll2003": "--data.init_args.path DIR --data.init_args.revision null (DIR holding "
+                         "conll2003/{train,validation,test}/*.parquet)",
+    "Salesforce/wikitext": "--data.init_args.path text --data.init_args.name null --data.init_args.data_files "
+                           "'{train: a.txt, validation: b.txt, test: c.txt}'",
+}
+HUB_TIMEOUT = 3.0  # seconds to wait for the hub before calling it unreachable
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached now (None when it answers, or in offline mode, where
+    ``datasets`` reads its cache): one connection attempt of :data:`HUB_TIMEOUT` seconds, instead of
+    ``datasets``' retries (about 30 s without network)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return None
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=HUB_TIMEOUT).close()
+    except OSError as err:
+        return f"{url.hostname}: {err}"
+    return None
+
+
+def _unreachable(path: str, reason: str) -> HubUnreachableError:
+    local = LOCAL_COPIES.get(path, "--data.init_args.path DIR --data.init_args.revision null (DIR: a local copy "
+                                   "with the hub's layout)")
+    return HubUnreachableError(f"{path}: the Hugging Face hub cannot be reached ({reason}) (read a local copy "
+                               f"instead: {local}; or set HF_HUB_OFFLINE=1 to use a cached copy)")
+
+
 def _dataset_splits(formats: SplitFormats, path, name, data_dir, data_files, revision, format, options) -> dict:
     import datasets  # heavy import, only when a dataset is read
 
-    loaded = datasets.load_dataset(path, name=name, data_dir=data_dir, data_files=data_files, revision=revision)
+    on_hub = not Path(path).exists() and data_files is None
+    if on_hub and (reason := hub_unreachable()) is not None:
+        raise _unreachable(path, reason)
+    try:
+        loaded = datasets.load_dataset(path, name=name, data_dir=data_dir, data_files=data_files, revision=revision)
+    except ConnectionError as err:
+        if not on_hub:
+            raise
+        raise _unreachable(path, str(err).splitlines()[0][:200]) from err
+    except StopIteration:  # datasets' builders on an empty file
+        raise DataFormatError(_source_of(path, data_dir, data_files), None, f"empty {_kind(path, data_files)} "
+                              "input: no rows (give a file with at least one sentence)") from None
+    except datasets.exceptions.DatasetGenerationError as err:
+        cause = err.__cause__ or err.__context__ or err
+        raise DataFormatError(_source_of(path, data_dir, data_files), None, f"not valid {_kind(path, data_files)}: "
+                              f"{type(cause).__name__}: {str(cause).splitlines()[0][:200] if str(cause) else ''}")
     label = path + (f"/{data_dir}" if data_dir else "") + (f"[{name}]" if name else "")
     out: dict[str, list] = {}
     for split, dataset in loaded.items():
@@ -101,6 +159,21 @@ def _dataset_splits(formats: SplitFormats, path, name, data_dir, data_files, rev
         items, _ = formats.readers[fmt](dataset, source=f"{label}:{split}", **options)
         add_split(out, split, items)
     return ordered(out)
+
+
+def _source_of(path, data_dir, data_files) -> str:
+    if data_files is not None:
+        return ", ".join(str(Path(path) / f) if Path(path).is_dir() else str(f) for f in flat(data_files))
+    return str(Path(path) / data_dir) if data_dir else str(path)
+
+
+def _kind(path, data_files) -> str:
+    names = [str(f) for f in flat(data_files)] if data_files is not None else [str(path)]
+    if all(n.endswith(".parquet") for n in names):
+        return "parquet"
+    if all(n.endswith((".jsonl", ".json")) for n in names):
+        return "JSON lines"
+    return "dataset input"
 
 
 def _file_splits(formats: SplitFormats, base: Path, data_files, format, options) -> dict[str, list]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
 from onlstm_tasks.data.common import word_options
 from onlstm_tasks.data.features import WordNormalizer
 from onlstm_tasks.data.vocab import PAD
@@ -56,7 +57,7 @@ class LanguageModelWeights:
 
 def read_language_model(path: str) -> LanguageModelWeights:
     """The encoder weights, word vectors, vocabulary and word normalisation of a LanguageModel checkpoint."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    checkpoint = read_checkpoint_file(path)
     state = checkpoint.get("state_dict") or {}
     hparams = checkpoint.get("hyper_parameters") or {}
     if EMBEDDING_KEY not in state or "word_vocab" not in hparams:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import logging
-import pickle
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
 
+from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.ner import NERTagger
@@ -45,12 +45,7 @@ def read_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
     """A checkpoint file as a dict (on the CPU). Checkpoints written by ``onlstm-tasks fit`` hold only plain
     hyper-parameters and load with ``weights_only=True``; those of models built in Python with factory objects
     (``functools.partial``) need full unpickling, which can run code: ``trust=True`` only for your own files."""
-    try:
-        return torch.load(str(path), map_location="cpu", weights_only=not trust)
-    except pickle.UnpicklingError as err:
-        raise ValueError(f"{path}: the checkpoint holds Python objects beyond plain values (e.g. factories in its "
-                         f"hyper-parameters); load it with trust=True (--trust-checkpoint) if you made it "
-                         f"yourself ({str(err).splitlines()[0]})") from None
+    return read_checkpoint_file(path, weights_only=not trust)
 
 
 def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
