@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 # checkpoint for validate/test/predict), so never re-parsed from a checkpoint
 DATA_FACTS = ("word_vocab", "char_vocab", "labels")
 # what each task model trains, for the error of a checkpoint given to another task's config
-TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect sentiment", "LanguageModel": "a language model"}
+# what a checkpoint of each task model is called in messages ("<path> is an aspect-sentiment checkpoint")
+TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect-sentiment", "LanguageModel": "language-model"}
+TASK_ARTICLES = {"NER": "an", "aspect-sentiment": "an", "language-model": "a"}
 
 
 class TasksArgumentParser(LightningArgumentParser):
@@ -212,8 +214,9 @@ class TasksCLI(LightningCLI):
             raise ConfigError(f"{ckpt_path}: {err}") from None
         wanted = configured.rsplit(".", 1)[-1]
         if saved.__name__ != wanted and wanted in TASK_NAMES:
-            raise ConfigError(f"{ckpt_path} is a {TASK_NAMES.get(saved.__name__, saved.__name__)} checkpoint; this "
-                              f"config trains {TASK_NAMES[wanted]} (give a checkpoint of {wanted}, or the config "
+            kind = TASK_NAMES.get(saved.__name__, saved.__name__)
+            raise ConfigError(f"{ckpt_path} is {TASK_ARTICLES.get(kind, 'a')} {kind} checkpoint; this config trains "
+                              f"{TASK_NAMES[wanted]} models (give a checkpoint of {wanted}, or the config "
                               f"the checkpoint was trained with)")
 
     def after_fit(self) -> None:

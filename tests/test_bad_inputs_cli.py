@@ -3,7 +3,7 @@ items 5-12 and 14). In-process ``main([...])`` calls, fast: most fail before any
 
 from __future__ import annotations
 
-import os
+import random
 from pathlib import Path
 
 import pytest
@@ -57,7 +57,8 @@ def _ckpt(path: Path, hparams: dict, value: float = 1.0) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("content", [b"", os.urandom(2000), b"PK\x03\x04truncated"])
+@pytest.mark.parametrize("content", [b"", random.Random(0).randbytes(2000), random.Random(1).randbytes(2000),
+                                     b"PK\x03\x04truncated"])
 def test_not_a_checkpoint(capsys, tmp_path, content):  # item 8
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(content)
@@ -70,7 +71,7 @@ def test_checkpoint_of_another_task(capsys, tmp_path):  # item 10
     ckpt = _ckpt(tmp_path / "absa.ckpt", {"_class_path": "onlstm_tasks.tasks.absa.AspectSentimentClassifier"})
     code, lines = run(capsys, "test", *quick(tmp_path, "--ckpt_path", ckpt))
     assert code == 2
-    assert lines == [f"error: {ckpt} is a aspect sentiment checkpoint; this config trains NER (give a checkpoint "
+    assert lines == [f"error: {ckpt} is an aspect-sentiment checkpoint; this config trains NER models (give a checkpoint "
                      "of NERTagger, or the config the checkpoint was trained with)"]
 
 

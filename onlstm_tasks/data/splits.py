@@ -14,6 +14,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,9 @@ def _dataset_splits(formats: SplitFormats, path, name, data_dir, data_files, rev
     if on_hub and (reason := hub_unreachable()) is not None:
         raise _unreachable(path, reason)
     try:
-        loaded = datasets.load_dataset(path, name=name, data_dir=data_dir, data_files=data_files, revision=revision)
+        with _quiet_builder_errors():
+            loaded = datasets.load_dataset(path, name=name, data_dir=data_dir, data_files=data_files,
+                                           revision=revision)
     except ConnectionError as err:
         if not on_hub:
             raise
@@ -159,6 +162,26 @@ def _dataset_splits(formats: SplitFormats, path, name, data_dir, data_files, rev
         items, _ = formats.readers[fmt](dataset, source=f"{label}:{split}", **options)
         add_split(out, split, items)
     return ordered(out)
+
+
+class _DropErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@contextmanager
+def _quiet_builder_errors():
+    """``datasets``' builders log a failed file with its traceback at ERROR before raising; the error raised is
+    turned into one ``DataFormatError`` naming the file, so those log records are dropped while loading."""
+    handlers = logging.getLogger("datasets").handlers
+    drop = _DropErrors()
+    for handler in handlers:
+        handler.addFilter(drop)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(drop)
 
 
 def _source_of(path, data_dir, data_files) -> str:
