@@ -84,6 +84,11 @@ def main(args: list[str] | None = None) -> None:
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")
         return
+    if argv and argv[0] == "export":  # a checkpoint as a save_pretrained folder (and Hub push): no LightningCLI
+        from onlstm_tasks.api.export import main as export_main
+
+        export_main(argv[1:])
+        return
     TasksCLI(
         model_class=None,
         datamodule_class=None,

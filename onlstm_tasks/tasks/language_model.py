@@ -28,6 +28,7 @@ from onlstm_tasks.modules.language_model import (
     activation_penalties,
     token_nll,
 )
+from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords, trim_frame
@@ -35,7 +36,7 @@ from onlstm_tasks.tasks.words import EncodesWords, trim_frame
 DIRECTIONS = ("forward", "backward", "both")
 
 
-class LanguageModel(EncodesWords, pl.LightningModule):
+class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
     """A word-level language model over any left-to-right encoder; perplexity on validation and test.
 
     Args:
