@@ -131,8 +131,10 @@ def build_task_model(cls: type, init_args: dict[str, Any], facts: dict[str, list
                                     f"{ALLOWED_CLASS_PREFIXES}; refusing to import it")
     parser = ArgumentParser(exit_on_error=False)
     parser.add_class_arguments(cls, "module", fail_untyped=False, skip=set(facts), instantiate=False)
-    built = parser.instantiate_classes(parser.parse_object({"module": init_args})).module
-    hparams = {"_class_path": class_path_of(cls), **facts, **init_args}
+    parsed = parser.parse_object({"module": init_args})
+    resolved = parsed.module.as_dict()  # every init argument, defaults included (as LightningCLI saves them)
+    built = parser.instantiate(parsed).module
+    hparams = {"_class_path": class_path_of(cls), **facts, **resolved}
     with _given_hyperparameters_context(hparams=hparams, instantiator=INSTANTIATOR):
         return cls(**vars(built), **facts)
 
