@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from cli_helpers import REPO, run_cli, tiny_ner_config
-from onlstm_tasks.api import AspectClassifier, LanguageModelPredictor, Tagger, export, load, predictor_for
+from onlstm_tasks.api import AspectClassifier, LanguageModelPredictor, Tagger, export, load
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks import hub
 from onlstm_tasks.tasks.hub import PretrainedFormatError, build_task_model

@@ -3,7 +3,6 @@ command to reproduce it and the licence field (``huggingface_hub.ModelCard`` wit
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -93,5 +92,4 @@ def model_card(config: dict[str, Any], card_data: ModelCardData, **kwargs: Any) 
         data, template_str=TEMPLATE, title=kwargs.get("title") or f"{name} (onlstm-tasks)", task=task,
         class_path=config["class_path"], repo_or_folder=kwargs.get("repo_id") or "path/to/this/folder",
         data=_data_text(config.get("data")), metrics=_metrics_text(run), reproduce=_reproduce_text(config),
-        source=json.dumps(run.get("source")),
     )
