@@ -144,7 +144,8 @@ class AspectClassifier(Predictor):
 
 class LanguageModelPredictor(Predictor):
     """A language model: ``lm.trees(["The cat sat on the mat ."])`` -> per sentence its ``tokens``, the induced
-    ``tree`` (bracketed) and ``heads`` (1-based, 0 = root), and ``nll_*``/``ppl_*`` per direction. Words are
+    ``tree`` (bracketed), ``heads`` (1-based, 0 = root) and the syntactic ``distances`` they are read from, and
+    ``nll_*``/``ppl_*`` per direction. Words are
     split at whitespace, as the language-model data is read in training; token lists are taken as they are."""
 
     data_module = LanguageModelDataModule

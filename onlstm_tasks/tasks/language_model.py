@@ -60,7 +60,7 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
 
     ``predict`` writes one record per sentence of ``data.predict_file``: its tokens, the summed negative
     log-likelihood and perplexity of each direction (every word and the closing ``<eos>``, or for the backward
-    model the opening one), and the induced tree.
+    model the opening one), and the induced tree (``tree``, ``heads``, and the ``distances`` it is read from).
 
     Logged: ``train_loss`` (NLL per token plus penalties), ``val_ppl``/``test_ppl`` (pooled over both
     directions of a bidirectional model), ``*_ppl_forward``/``*_ppl_backward`` and ``*_nll`` (nats per token).
@@ -192,7 +192,7 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         lead, trail = (len(part) for part in self.sentence_frame)
         words = [row[lead:len(row) - trail] for row in batch.tokens.words]
         trees = induced_tree_fields(trim_frame(out.encoded, mask, lead, trail), mask[:, lead + trail:], words,
-                                    self.hparams.tree_layer, self.hparams.tree_directions)
+                                    self.hparams.tree_layer, self.hparams.tree_directions, with_distances=True)
         records = []
         for row, index in enumerate(batch.index):
             record = {"index": index, "tokens": words[row]}
