@@ -93,13 +93,14 @@ def read_pretrained_config(folder: str | Path) -> dict[str, Any]:
     return config
 
 
-def read_weights(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of ``model.safetensors`` (no pickle); a clear error for a missing or corrupted file."""
+def check_weights(folder: str | Path) -> None:
+    """Reads ``model.safetensors`` whole (no pickle), before any model is built: a clear error for a missing or
+    corrupted file."""
     path = Path(folder) / WEIGHTS
     if not path.is_file():
         raise PretrainedFormatError(f"{path}: missing; not a folder written by save_pretrained / onlstm-tasks export")
     try:
-        return load_file(str(path))
+        load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise PretrainedFormatError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0]}); "
                                     f"re-export the model") from None
@@ -188,9 +189,9 @@ class TaskHubMixin(ModelHubMixin, library_name="onlstm-tasks", tags=["onlstm-tas
         if config["class_path"] != class_path_of(cls):
             raise PretrainedFormatError(f"{Path(folder) / CONFIG}: holds a {config['class_path']}, not a "
                                         f"{class_path_of(cls)}; load it with onlstm_tasks.load")
-        weights = read_weights(folder)
+        check_weights(folder)
         model = build_task_model(cls, config.get("init_args") or {}, read_data_facts(folder, config))
-        del weights  # read first to fail before building; load_model handles tied (shared) tensors
+        # load_model (not load_state_dict) restores tensors save_model stored once for several names (tied weights)
         missing, unexpected = load_model(model, str(Path(folder) / WEIGHTS), strict=False)
         if missing or unexpected:
             raise PretrainedFormatError(f"{Path(folder) / WEIGHTS}: does not fit the configured model (missing "
