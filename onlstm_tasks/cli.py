@@ -249,6 +249,11 @@ def main(args: list[str] | None = None) -> None:
     if args is None:
         sys.argv[1:] = argv  # without --debug; LightningCLI reads sys.argv itself (it warns when given both)
     try:
+        if argv and argv[0] == "export":  # a checkpoint as a save_pretrained folder (and Hub push): no LightningCLI
+            from onlstm_tasks.api.export import main as export_main
+
+            export_main(argv[1:])
+            return
         TasksCLI(
             model_class=None,
             datamodule_class=None,

@@ -58,18 +58,24 @@ def read_aspect_prediction_file(path: str) -> list[Example]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise DataFormatError(path, number, f"expected a JSON object, found invalid JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise DataFormatError(path, number, f"expected a JSON object, found {type(row).__name__}")
-        text, term = row.get("text"), row.get("aspect")
-        for key, value in (("text", text), ("aspect", term)):
-            if not isinstance(value, str) or not value.strip():
-                raise DataFormatError(path, number, f'expected a non-empty string "{key}", found {value!r}')
-        collector.stats["sentences"] += 1
-        start = _locate(row, text, term, path, number)
-        collector.add(text, start, start + len(term), None, number, str(number))
+        add_aspect_row(collector, row, path, number)
     if not collector.examples:
         raise DataFormatError(path, None, 'expected at least one line {"text": ..., "aspect": ...}')
     return collector.examples
+
+
+def add_aspect_row(collector: AspectCollector, row: dict, path: str, number: int) -> None:
+    """One prediction input ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``)
+    checked, located and tokenised as in training into ``collector`` (the file reader and the Python API)."""
+    if not isinstance(row, dict):
+        raise DataFormatError(path, number, f"expected a JSON object, found {type(row).__name__}")
+    text, term = row.get("text"), row.get("aspect")
+    for key, value in (("text", text), ("aspect", term)):
+        if not isinstance(value, str) or not value.strip():
+            raise DataFormatError(path, number, f'expected a non-empty string "{key}", found {value!r}')
+    collector.stats["sentences"] += 1
+    start = _locate(row, text, term, path, number)
+    collector.add(text, start, start + len(term), None, number, str(number))
 
 
 def _locate(row: dict, text: str, term: str, path: str, number: int) -> int:

@@ -142,15 +142,25 @@ class TaskDataModule(pl.LightningDataModule):
 
     def examples(self, split: str) -> list:
         if split == "predict":
+            if self._predict_examples is not None:  # read already, or given by set_predict_inputs
+                return self._predict_examples
             if not self.hparams.predict_file:
                 raise ValueError(f"predict needs data.predict_file ({self.predict_file_format})")
-            if self._predict_examples is None:
-                self._predict_examples = self._read_predict_file(self.hparams.predict_file)
+            self._predict_examples = self._read_predict_file(self.hparams.predict_file)
             return self._predict_examples
         return self._split(split)
 
     def _read_predict_file(self, path: str) -> list:
         raise NotImplementedError
+
+    def set_predict_inputs(self, examples: Sequence, vocabularies: Any) -> None:
+        """Predict ``examples`` (already read, e.g. by the Python API from strings) with ``vocabularies`` (a
+        model's, in the form ``_vocabularies`` returns) instead of ``predict_file`` and the training split."""
+        if not examples:
+            raise ValueError("nothing to predict: no input")
+        self._vocab = vocabularies
+        self._predict_examples = list(examples)
+        self._encoded.pop("predict", None)
 
     def _vocabularies(self) -> Any:
         if self._vocab is None:

@@ -90,23 +90,30 @@ def split_trees(examples: list[Example]) -> tuple[list[list[int]] | None, int]:
     return [[0] * len(ex) if t is None else t for ex, t in zip(examples, trees)], missing
 
 
+def prediction_example(line: str, pretokenized: bool, source: str = "", number: int = 0) -> Example:
+    """One input sentence: raw text (tokenised as in training, with character offsets) or, ``pretokenized``,
+    tokens separated by spaces/tabs (their offsets in the line)."""
+    if pretokenized:
+        words, offsets, pos = split_fields(line), [], 0
+        for w in words:
+            start = line.index(w, pos)
+            offsets.append((start, start + len(w)))
+            pos = start + len(w)
+    else:
+        words, offsets = tokenize(line)
+    if not words:
+        raise DataFormatError(source, number, f"no token in {line!r}")
+    return Example(words=tuple(words), text=line, offsets=tuple(offsets), source=source, line=number)
+
+
 def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
     """One sentence per line: raw text (tokenised here, with character offsets) or space-separated tokens."""
     # as the column readers: UTF-8 with an optional BOM, only \n ends a line, tokens split at spaces/tabs only
     lines = read_lines(path, "one sentence per line")
     examples = []
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        if pretokenized:
-            words, offsets, pos = split_fields(line), [], 0
-            for w in words:
-                start = line.index(w, pos)
-                offsets.append((start, start + len(w)))
-                pos = start + len(w)
-        else:
-            words, offsets = tokenize(line)
-        examples.append(Example(words=tuple(words), text=line, offsets=tuple(offsets), source=path, line=number))
+        if line.strip():
+            examples.append(prediction_example(line, pretokenized, path, number))
     if not examples:
         raise DataFormatError(path, None, "expected at least one non-empty line (one sentence per line)")
     return examples

@@ -18,6 +18,7 @@ from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import SequenceEncoder, encode
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
@@ -30,7 +31,7 @@ EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 HeadFactory = Callable[[int], AspectHead]
 
 
-class AspectSentimentClassifier(EncodesWords, pl.LightningModule):
+class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
     """Polarity of one aspect term in a sentence.
 
     Args:

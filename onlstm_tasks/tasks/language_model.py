@@ -28,6 +28,7 @@ from onlstm_tasks.modules.language_model import (
     activation_penalties,
     token_nll,
 )
+from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords, trim_frame
@@ -35,7 +36,7 @@ from onlstm_tasks.tasks.words import EncodesWords, trim_frame
 DIRECTIONS = ("forward", "backward", "both")
 
 
-class LanguageModel(EncodesWords, pl.LightningModule):
+class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
     """A word-level language model over any left-to-right encoder; perplexity on validation and test.
 
     Args:
@@ -59,7 +60,7 @@ class LanguageModel(EncodesWords, pl.LightningModule):
 
     ``predict`` writes one record per sentence of ``data.predict_file``: its tokens, the summed negative
     log-likelihood and perplexity of each direction (every word and the closing ``<eos>``, or for the backward
-    model the opening one), and the induced tree.
+    model the opening one), and the induced tree (``tree``, ``heads``, and the ``distances`` it is read from).
 
     Logged: ``train_loss`` (NLL per token plus penalties), ``val_ppl``/``test_ppl`` (pooled over both
     directions of a bidirectional model), ``*_ppl_forward``/``*_ppl_backward`` and ``*_nll`` (nats per token).
@@ -191,7 +192,7 @@ class LanguageModel(EncodesWords, pl.LightningModule):
         lead, trail = (len(part) for part in self.sentence_frame)
         words = [row[lead:len(row) - trail] for row in batch.tokens.words]
         trees = induced_tree_fields(trim_frame(out.encoded, mask, lead, trail), mask[:, lead + trail:], words,
-                                    self.hparams.tree_layer, self.hparams.tree_directions)
+                                    self.hparams.tree_layer, self.hparams.tree_directions, with_distances=True)
         records = []
         for row, index in enumerate(batch.index):
             record = {"index": index, "tokens": words[row]}

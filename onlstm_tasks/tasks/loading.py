@@ -12,6 +12,13 @@ import torch
 
 from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
+from onlstm_tasks.tasks.hub import (
+    DATA_FACTS,
+    PretrainedFormatError,
+    build_task_model,
+    plain_init_args,
+    read_pretrained_config,
+)
 from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.ner import NERTagger
 
@@ -58,3 +65,50 @@ def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
 def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.LightningModule:
     cls = task_model_class(checkpoint.get("hyper_parameters") or {})
     return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
+
+
+def load_pretrained(folder: str | Path, map_location: str | torch.device = "cpu") -> pl.LightningModule:
+    """The task model of a local ``save_pretrained`` folder, whatever its class (read from ``config.json``, which
+    must name one of :data:`TASK_MODELS`; nothing is unpickled)."""
+    class_path = read_pretrained_config(folder)["class_path"]
+    if class_path not in TASK_MODELS:
+        raise PretrainedFormatError(f"{Path(folder) / 'config.json'}: unknown model class {class_path!r}; expected "
+                                    f"one of {sorted(TASK_MODELS)}")
+    return TASK_MODELS[class_path].load_pretrained_folder(folder, map_location)
+
+
+def run_facts(checkpoint: dict, path: str | Path) -> dict[str, Any]:
+    """What a checkpoint says about its run, for the model card: the checkpoint callbacks' best scores, the epoch
+    and step, the source file, and the run's ``config.yaml`` (LightningCLI writes it in the log folder) when found
+    beside the checkpoint or one or two folders up."""
+    metrics = {}
+    for state in (checkpoint.get("callbacks") or {}).values():
+        if isinstance(state, dict) and state.get("monitor") and state.get("best_model_score") is not None:
+            metrics[state["monitor"]] = float(state["best_model_score"])
+    facts: dict[str, Any] = {"source": Path(path).name, "metrics": metrics}
+    for key in ("epoch", "global_step"):
+        if key in checkpoint:
+            facts[key] = int(checkpoint[key])
+    for folder in list(Path(path).resolve().parents)[:3]:
+        if (folder / "config.yaml").is_file():
+            facts["training_config"] = (folder / "config.yaml").read_text(encoding="utf-8")
+            break
+    return facts
+
+
+def load_for_export(path: str | Path, map_location: str | torch.device = "cpu") -> pl.LightningModule:
+    """A checkpoint's task model rebuilt from its plain hyper-parameters (so it saves as a folder), with the data
+    module's hyper-parameters and the run's facts in ``pretrained_info`` (for ``config.json`` and the model card).
+    The checkpoint is read with ``weights_only=True``."""
+    checkpoint = read_checkpoint(path)
+    hparams = dict(checkpoint.get("hyper_parameters") or {})
+    cls = task_model_class(hparams)
+    facts = {fact: list(hparams[fact]) for fact in DATA_FACTS if hparams.get(fact) is not None}
+    model = build_task_model(cls, plain_init_args(hparams, str(path)), facts)
+    model.load_state_dict(checkpoint["state_dict"])
+    data = dict(checkpoint.get("datamodule_hyper_parameters") or {}) or None
+    if data is not None:
+        data = {"class_path": data.pop("_class_path", None),
+                "init_args": {k: v for k, v in data.items() if k != "_instantiator"}}
+    model.pretrained_info = {"data": data, "run": run_facts(checkpoint, path)}
+    return model.to(map_location).eval()

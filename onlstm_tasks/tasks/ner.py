@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import EncoderFactory, SequenceEncoder
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 
 
-class NERTagger(EncodesWords, pl.LightningModule):
+class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
     """CRF tagger over any embedder and encoder.
 
     Args:

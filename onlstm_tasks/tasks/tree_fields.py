@@ -26,10 +26,12 @@ def escape_brackets(word: str) -> str:
 
 def induced_tree_fields(
     encoded: EncoderOutput, mask: torch.Tensor, words: Sequence[Sequence[str]], layer: int = -1,
-    directions: str = "mean",
+    directions: str = "mean", with_distances: bool = False,
 ) -> list[dict]:
-    """One ``{"tree": str, "heads": list[int]}`` per batch row, or one empty dict per row when the encoder
-    returns no distances (LSTM, GRU, ...). ``mask`` [B, T] bool, left-aligned; ``words`` the rows' tokens."""
+    """One ``{"tree": str, "heads": list[int]}`` per batch row (``with_distances``: also ``"distances"``, the
+    syntactic distance of every token the tree is read from, rounded to 6 decimals), or one empty dict per row when
+    the encoder returns no distances (LSTM, GRU, ...). ``mask`` [B, T] bool, left-aligned; ``words`` the rows'
+    tokens."""
     if encoded.distances is None:
         return [{} for _ in words]
     distances = encoded.combined_distances(directions)[layer].detach().float().cpu()  # [B, T]
@@ -40,4 +42,6 @@ def induced_tree_fields(
         tree = distances_to_tree(values)
         fields.append({"tree": tree_to_brackets(tree, [escape_brackets(w) for w in tokens]),
                        "heads": distances_to_heads(values)})
+        if with_distances:
+            fields[-1]["distances"] = [round(v, 6) for v in values]
     return fields
