@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.cli import LightningCLI
 
 from . import __version__
+from .callbacks.resume import resume_from_last
 
 # model hyper-parameters that are facts of the data: linked from the data module (which reads them from the
 # checkpoint for validate/test/predict), so never re-parsed from a checkpoint
@@ -29,6 +30,8 @@ class TasksCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
+        if sub == "fit":
+            resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
         if sub in ("validate", "test", "predict"):
             cfg = self.config[sub]
             ckpt = cfg.get("ckpt_path")

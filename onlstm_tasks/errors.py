@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DataFormatError"]
+__all__ = ["ConfigError", "DataFormatError"]
 
 
 class DataFormatError(ValueError):
@@ -18,3 +18,7 @@ class DataFormatError(ValueError):
         super().__init__(f"{where}: {expected}")
         self.source = source
         self.line = line
+
+
+class ConfigError(ValueError):
+    """A configuration (or command line) that cannot work; the message says what was looked at and what to do."""
