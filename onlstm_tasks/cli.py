@@ -32,6 +32,9 @@ class TasksCLI(LightningCLI):
         sub = self.config.get("subcommand")
         if sub == "fit":
             resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
+        if sub == "predict":  # predict logs no metrics: no logger, so no empty version_N folder, no saved config
+            self.config.predict.trainer.logger = False
+            self.save_config_callback = None
         if sub in ("validate", "test", "predict"):
             cfg = self.config[sub]
             ckpt = cfg.get("ckpt_path")

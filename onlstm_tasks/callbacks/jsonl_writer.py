@@ -18,16 +18,19 @@ class JsonlPredictionWriter(BasePredictionWriter):
     predict split); entities given as ``(type, start, end)`` token spans are expanded with the character span
     and the text when the example has offsets, and an aspect's ``term`` and ``char_span`` (as the input gave them)
     are added when the example has them. Under DDP each process writes ``<stem>.rank<N>.jsonl``.
+
+    ``output`` defaults to ``predictions.jsonl`` in the trainer's ``default_root_dir`` (the run's folder, e.g.
+    ``runs/quickstart/``), so ``--trainer.default_root_dir`` moves the predictions along with everything else.
     """
 
-    def __init__(self, output: str = "predictions.jsonl") -> None:
+    def __init__(self, output: str | None = None) -> None:
         super().__init__(write_interval="epoch")
         self.output = output
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
         rows = sorted((row for batch in predictions for row in batch), key=lambda r: r["index"])
         examples = trainer.datamodule.examples("predict")
-        path = Path(self.output)
+        path = Path(self.output) if self.output else Path(trainer.default_root_dir) / "predictions.jsonl"
         if trainer.world_size > 1:
             path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")
         path.parent.mkdir(parents=True, exist_ok=True)
