@@ -15,6 +15,7 @@ from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from . import __version__
+from .callbacks.resume import resume_from_last
 from .data.checkpoint_file import read_checkpoint_file
 from .errors import ConfigError, debug_requested, find_user_error, report_user_error
 from .tasks.loading import task_model_class
@@ -169,6 +170,11 @@ class TasksCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
+        if sub == "fit":
+            resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
+        if sub == "predict":  # predict logs no metrics: no logger, so no empty version_N folder, no saved config
+            self.config.predict.trainer.logger = False
+            self.save_config_callback = None
         if sub in ("validate", "test", "predict"):
             cfg = self.config[sub]
             ckpt = cfg.get("ckpt_path")

@@ -25,7 +25,7 @@ def tiny_ner_config(tmp_path: Path, data: dict | None = None, encoder: dict | No
             "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
                        "init_args": {"save_dir": str(tmp_path), "name": "logs"}},
             "callbacks": [
-                {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                {"class_path": "onlstm_tasks.callbacks.ResumableCheckpoint",
                  "init_args": {"dirpath": str(tmp_path / "ckpt"), "monitor": "val_f1", "mode": "max",
                                "filename": "best", "save_last": True}},
                 {"class_path": "onlstm_tasks.callbacks.JsonlPredictionWriter",

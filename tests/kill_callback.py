@@ -24,3 +24,16 @@ class RecordStartStep(Callback):
     def on_train_start(self, trainer, pl_module) -> None:
         with open(self.path, "a") as f:
             f.write(f"{trainer.global_step}\n")
+
+
+class TermAtStep(Callback):
+    """Sends SIGTERM to its own process once ``step`` optimizer steps are done (a scheduler's preemption)."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.sent = False
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.global_step >= self.step and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)

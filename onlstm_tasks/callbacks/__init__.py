@@ -4,7 +4,8 @@ A sibling of :mod:`onlstm_tasks.tasks` in the layer order (DESIGN.md): it may im
 embedders, metrics, data, ...), never tasks, cli or probing.
 """
 
+from onlstm_tasks.callbacks.checkpoint import ResumableCheckpoint
 from onlstm_tasks.callbacks.jsonl_writer import JsonlPredictionWriter
 from onlstm_tasks.callbacks.resources import EpochResources
 
-__all__ = ["EpochResources", "JsonlPredictionWriter"]
+__all__ = ["EpochResources", "JsonlPredictionWriter", "ResumableCheckpoint"]

@@ -19,15 +19,18 @@ class JsonlPredictionWriter(BasePredictionWriter):
     Each task's ``predict_step`` returns a list of dicts with an ``index`` (position of the example in the
     predict split), turned into records by :func:`~onlstm_tasks.callbacks.records.prediction_records` (as the
     Python API does). Under DDP each process writes ``<stem>.rank<N>.jsonl``.
+
+    ``output`` defaults to ``predictions.jsonl`` in the trainer's ``default_root_dir`` (the run's folder, e.g.
+    ``runs/quickstart/``), so ``--trainer.default_root_dir`` moves the predictions along with everything else.
     """
 
-    def __init__(self, output: str = "predictions.jsonl") -> None:
+    def __init__(self, output: str | None = None) -> None:
         super().__init__(write_interval="epoch")
         self.output = output
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
         records = prediction_records(predictions, trainer.datamodule.examples("predict"))
-        path = Path(self.output)
+        path = Path(self.output) if self.output else Path(trainer.default_root_dir) / "predictions.jsonl"
         if trainer.world_size > 1:
             path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 
 from .common import data_from_checkpoint, prediction_word_options
 from .examples import DataFormatError
+from .resumable_loader import ResumableDataLoader
 from .sampler import BucketBatchSampler
 from .vocab import Vocabulary
 
@@ -52,10 +53,14 @@ def bucket_loader(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
     num_workers: int = 0,
 ) -> DataLoader:
-    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together)."""
+    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together); the
+    training loader (``shuffle``) resumes mid-epoch (:class:`ResumableDataLoader`). Its own seeded generator keeps
+    the loader from drawing on the global RNG, so a resumed run's dropout draws match an uninterrupted run's."""
     sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed)
     # the batch sampler yields index lists; the dataset is just the index itself
-    return DataLoader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers)
+    loader = ResumableDataLoader if shuffle else DataLoader
+    return loader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers,
+                  generator=torch.Generator().manual_seed(seed))
 
 
 def adopt_checkpoint_data(datamodule, path: str, model: str) -> tuple[Vocabulary, Vocabulary, list[str]]:

@@ -21,6 +21,11 @@ class BucketBatchSampler:
     fewer evaluation batches than processes the examples are instead cut into ``world_size`` smaller batches, one per
     process: a process without any batch would skip its whole evaluation loop and leave the others waiting for it
     in the metrics' all-gather. Evaluation therefore needs at least as many examples as processes (or none).
+
+    Resumable: the order is a pure function of ``(seed, epoch)`` and is computed when iteration starts (after
+    Lightning's ``set_epoch``), so :meth:`load_state_dict` (``{"epoch": e, "batches_done": n}``) makes the next
+    iteration continue epoch ``e`` at its batch ``n``: a run resumed mid-epoch sees the batches an
+    uninterrupted run would have seen (:class:`~onlstm_tasks.data.resumable_loader.ResumableDataLoader`).
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0) -> None:
@@ -29,9 +34,28 @@ class BucketBatchSampler:
         self.lengths = list(lengths)
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.epoch = 0
+        self._skip = 0  # batches of ``self.epoch`` already done before a restore; used by the next iteration only
 
     def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self._skip = 0
         self.epoch = epoch
+
+    def state_dict(self, batches_done: int) -> dict[str, int]:
+        """Where training is: ``batches_done`` batches of epoch :attr:`epoch` (counted by the caller)."""
+        return {"epoch": self.epoch, "batches_done": batches_done}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Continues epoch ``state["epoch"]`` after its first ``state["batches_done"]`` batches (an epoch
+        finished completely continues with the next epoch)."""
+        self.epoch, self._skip = int(state["epoch"]), int(state["batches_done"])
+        if self._skip >= len(self):
+            self.epoch, self._skip = self.epoch + 1, 0
+
+    @property
+    def skipped(self) -> int:
+        """How many batches the current (or next) iteration leaves out because a restored run had done them."""
+        return self._skip
 
     def _all_batches(self, world: int) -> list[list[int]]:
         rng = random.Random(self.seed + self.epoch)
@@ -67,7 +91,9 @@ class BucketBatchSampler:
         return batches[rank::world]
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._my_batches())
+        # a generator: the order is computed at the first batch, after Lightning's set_epoch
+        skip, self._skip = self._skip, 0
+        yield from self._my_batches()[skip:]
 
     def __len__(self) -> int:
         world, rank = process_world()

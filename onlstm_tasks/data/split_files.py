@@ -133,8 +133,16 @@ def split_paths(base: Path, data_files: DataFiles | None) -> tuple[dict[str, lis
     if not isinstance(data_files, Mapping):
         data_files = {"train": data_files}
     root = base if base.is_dir() else Path(".")
-    splits = {split: [p for pattern in flat(value) for p in expand(pattern, root)]
-              for split, value in data_files.items()}
+    try:
+        splits = {split: [p for pattern in flat(value) for p in expand(pattern, root)]
+                  for split, value in data_files.items()}
+    except FileNotFoundError as err:
+        if base.exists():
+            raise
+        # relative data_files are looked up in the working directory when the folder does not exist: say so
+        raise FileNotFoundError(
+            f"{err}; looked in the working directory {Path.cwd()} because the data folder {base} does not exist "
+            f"(give the folder holding the files: --data.init_args.path FOLDER)") from None
     strict = {split: not any(glob.has_magic(p) for p in flat(value)) for split, value in data_files.items()}
     return splits, strict
 
