@@ -50,12 +50,14 @@ def test_sigterm_mid_epoch_then_ckpt_path_last_matches_an_uninterrupted_run(tmp_
     assert train_steps == list(range(EPOCHS * STEPS_PER_EPOCH)), train_steps
 
 
-def test_ckpt_path_last_without_a_last_checkpoint_names_where_it_looked(tmp_path):
+def test_ckpt_path_last_without_a_last_checkpoint_names_where_it_looked(tmp_path, capsys):
     from onlstm_tasks.cli import main
-    from onlstm_tasks.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=rf"no last.ckpt under .*{tmp_path.name}"):
+    with pytest.raises(SystemExit) as exit_info:  # a user error: one line, exit code 2
         main(["fit", "--config", str(_config(tmp_path)), "--ckpt_path", "last"])
+    assert exit_info.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no last.ckpt under" in errors[0] and tmp_path.name in errors[0]
 
 
 def test_sampler_resumes_an_epoch_at_a_batch_and_orders_by_epoch_at_first_batch():
