@@ -77,16 +77,18 @@ class GoldReader(torch.nn.Module):
         self.encoder.tree_source = TreeSource(kind)
 
 
-def test_a_head_cycle_in_the_test_split_fails_at_fit_setup_when_the_model_reads_gold_trees(tmp_path):
-    dm = conllx(tmp_path)
+@pytest.mark.parametrize("max_length", [128, 1])  # 1: sentences cut into pieces, each cut from the whole tree
+def test_a_head_cycle_in_the_test_split_fails_at_fit_setup_when_the_model_reads_gold_trees(tmp_path, max_length):
+    dm = conllx(tmp_path, max_length=max_length)
     dm.trainer = SimpleNamespace(lightning_module=GoldReader("gold"))  # what the Trainer attaches before setup
     with pytest.raises(DataFormatError, match=re.escape(f"{tmp_path / 'test.conllx'}:4: heads are not a tree")):
         dm.setup("fit")
 
 
+@pytest.mark.parametrize("max_length", [128, 1])
 @pytest.mark.parametrize("reader", [GoldReader("none"), GoldReader("induced"), torch.nn.Linear(2, 2)])
-def test_models_that_read_no_gold_tree_never_see_the_trees(tmp_path, reader):
-    dm = conllx(tmp_path)
+def test_models_that_read_no_gold_tree_never_see_the_trees(tmp_path, reader, max_length):
+    dm = conllx(tmp_path, max_length=max_length)
     dm.trainer = SimpleNamespace(lightning_module=reader)
     dm.setup("fit")
     assert next(iter(dm.train_dataloader())).heads is None

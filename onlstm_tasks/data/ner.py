@@ -42,16 +42,17 @@ def scheme_labels(types: set[str], scheme: str) -> list[str]:
     return ["O"] + [f"{p}-{t}" for t in sorted(types) for p in prefixes]
 
 
-def split_long(example: Example, max_length: int, trees: bool = True) -> list[Example]:
+def split_long(example: Example, max_length: int, heads: bool = True) -> list[Example]:
     """Cuts a sentence into pieces of at most ``max_length`` tokens, preferably outside entities.
 
     A piece that starts inside an entity gets ``B-`` on its first token. Gold heads (the heads column, else the
     heads of the parse tree: :func:`gold_heads`) are cut to the piece (a token whose head lies outside it attaches
-    to its nearest ancestor inside, or becomes a root: :func:`~onlstm_tasks.trees.heads.slice_heads`); dependency
-    labels, parse trees and offsets refer to the whole sentence, so pieces drop them (and their heads without
-    ``trees``: for models that read no gold tree).
+    to its nearest ancestor inside, or becomes a root: :func:`~onlstm_tasks.trees.heads.slice_heads`): now with
+    ``heads``, else only when :func:`gold_heads` asks for a piece's tree (so data read for a model that reads no
+    tree never checks it). Dependency labels, parse trees and offsets refer to the whole sentence, so pieces drop
+    them; each piece keeps where it was cut from (``meta["cut_from"]``: the sentence, start, end).
     """
-    heads = gold_heads(example) if trees else None
+    tree = gold_heads(example) if heads else None
     pieces, start, n = [], 0, len(example)
     while start < n:
         end = min(start + max_length, n)
@@ -68,17 +69,24 @@ def split_long(example: Example, max_length: int, trees: bool = True) -> list[Ex
         pieces.append(dataclasses.replace(
             example, words=example.words[start:end], tags=None if tags is None else tuple(tags),
             pos=None if example.pos is None else example.pos[start:end], deprels=None,
-            heads=None if heads is None else tuple(slice_heads(heads, start, end)),
+            heads=None if tree is None else tuple(slice_heads(tree, start, end)),
             parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
+            meta={**example.meta, "cut_from": (example, start, end)},
         ))
         start = end
     return pieces
 
 
 def gold_heads(example: Example) -> list[int] | None:
-    """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), None
-    with neither (:func:`~onlstm_tasks.data.gold_trees.example_heads`: checked to be a forest, since sentence pieces
-    may have several roots; a parse tree that does not fit the words is an error naming the sentence)."""
+    """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), else for
+    a piece of a long sentence (:func:`split_long`) the whole sentence's tree cut to the piece; None with none
+    (:func:`~onlstm_tasks.data.gold_trees.example_heads`: checked to be a forest, since sentence pieces may have
+    several roots; a parse tree that does not fit the words is an error naming the sentence)."""
+    cut = example.meta.get("cut_from") if example.heads is None else None
+    if cut is not None:
+        whole, start, end = cut
+        tree = gold_heads(whole)
+        return None if tree is None else slice_heads(tree, start, end)
     return example_heads(example) if has_gold_tree(example) else None
 
 
@@ -201,7 +209,7 @@ class NERDataModule(TaskDataModule):
             if self.hparams.long_sentences == "reject":
                 raise DataFormatError(ex.source, ex.line, f"sentence of {len(ex)} tokens exceeds max_length="
                                       f"{limit} (long_sentences='reject')")
-            out.extend(split_long(ex, limit, self._reads_gold_trees(self.hparams.gold_trees) is not False))
+            out.extend(split_long(ex, limit, heads=False))  # their trees are cut when asked for
         if long:
             log.info("%s: %d sentences longer than max_length=%d were split into pieces", split, long, limit)
         return out
