@@ -218,6 +218,8 @@ class AspectSentimentDataModule(TaskDataModule):
     def _gold_heads(self, split: str, examples: list[Example]) -> list[list[int] | None]:
         """One tree (list form) per example from ``parses``, or Nones (no ``parses``, or prediction inputs of
         which some have no parse)."""
+        if self._reads_gold_trees(None) is False:  # the model reads no gold tree: batches need none
+            return [None] * len(examples)
         index = self.parses()
         if index is None:
             return [None] * len(examples)

@@ -20,14 +20,17 @@ from torch.utils.data import DataLoader
 
 from .common import data_from_checkpoint, prediction_word_options
 from .examples import DataFormatError
+from .gold_trees import model_reads_gold_trees
 from .resumable_loader import ResumableDataLoader
 from .sampler import BucketBatchSampler
 from .vocab import Vocabulary
 
 T = TypeVar("T")
 
+# the splits each stage encodes at setup (all but predict without a stage); fit also encodes a test split when the
+# data has one, so its labels (and trees) are checked before the first training step, not after the whole fit
 STAGE_SPLITS = {"fit": ("train", "validation"), "validate": ("validation",), "test": ("test",),
-                "predict": ("predict",)}  # the splits each stage encodes (all but predict without a stage)
+                "predict": ("predict",)}
 
 
 def carve_validation(
@@ -201,8 +204,24 @@ class TaskDataModule(pl.LightningDataModule):
         raise NotImplementedError
 
     def setup(self, stage: str | None = None) -> None:
-        for split in STAGE_SPLITS.get(stage, ("train", "validation", "test")):
+        """Reads every split once and encodes (so checks) those the stage uses: with ``fit`` the test split too
+        when there is one (``--test_after_fit``, or a later ``test`` of the same data), so an unseen label, an empty
+        token or a bad tree in it is reported before the first training step."""
+        splits = STAGE_SPLITS.get(stage, ("train", "validation", "test"))
+        if stage == "fit" and "test" in self.splits():
+            splits = (*splits, "test")
+        for split in splits:
             self._encode(split)
+
+    def _reads_gold_trees(self, setting: bool | None) -> bool | None:
+        """Whether batches need gold trees: ``setting`` when given, else whether the model the Trainer attached
+        reads them (:func:`~onlstm_tasks.data.gold_trees.model_reads_gold_trees`); None without a Trainer (then
+        the data decides: trees when it has them)."""
+        if setting is not None:
+            return setting
+        trainer = self.trainer
+        model = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        return None if model is None else model_reads_gold_trees(model)
 
     def _item_length(self, item) -> int:
         return len(item[0])

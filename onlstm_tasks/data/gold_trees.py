@@ -21,7 +21,7 @@ from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.gold import ParsedSentence, ProjectionCounts, parse_tree_heads, project_heads, token_offsets
 from onlstm_tasks.trees.heads import check_heads
 
-__all__ = ["example_heads", "example_heads_from_parsed", "has_gold_tree", "has_parse_tree"]
+__all__ = ["example_heads", "example_heads_from_parsed", "has_gold_tree", "has_parse_tree", "model_reads_gold_trees"]
 
 
 def example_heads(example: Example) -> list[int]:
@@ -51,6 +51,13 @@ def has_gold_tree(example: Example) -> bool:
 def has_parse_tree(example: Example) -> bool:
     """Whether the example has a parse tree (``None``, empty and ``"-"`` mean none, as in the trees CLI)."""
     return example.parse_tree is not None and example.parse_tree.strip() not in ("", "-")
+
+
+def model_reads_gold_trees(model) -> bool:
+    """Whether a model (any ``torch.nn.Module``) reads the batches' gold trees: one of its modules has a
+    ``tree_source`` (:class:`~onlstm_tasks.trees.source.TreeSource`) of kind ``gold``. Models that read no tree,
+    or induce their own, need none, so their data need not have (well-formed) trees."""
+    return any(getattr(getattr(m, "tree_source", None), "kind", None) == "gold" for m in model.modules())
 
 
 def _where(example: Example) -> int | str:

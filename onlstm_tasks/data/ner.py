@@ -14,6 +14,7 @@ from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
 from .base import TaskDataModule, adopt_checkpoint_data
 from .batching import TokenBatch
+from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
 from .gold_trees import example_heads, has_gold_tree
@@ -41,15 +42,17 @@ def scheme_labels(types: set[str], scheme: str) -> list[str]:
     return ["O"] + [f"{p}-{t}" for t in sorted(types) for p in prefixes]
 
 
-def split_long(example: Example, max_length: int) -> list[Example]:
+def split_long(example: Example, max_length: int, heads: bool = True) -> list[Example]:
     """Cuts a sentence into pieces of at most ``max_length`` tokens, preferably outside entities.
 
     A piece that starts inside an entity gets ``B-`` on its first token. Gold heads (the heads column, else the
     heads of the parse tree: :func:`gold_heads`) are cut to the piece (a token whose head lies outside it attaches
-    to its nearest ancestor inside, or becomes a root: :func:`~onlstm_tasks.trees.heads.slice_heads`); dependency
-    labels, parse trees and offsets refer to the whole sentence, so pieces drop them.
+    to its nearest ancestor inside, or becomes a root: :func:`~onlstm_tasks.trees.heads.slice_heads`): now with
+    ``heads``, else only when :func:`gold_heads` asks for a piece's tree (so data read for a model that reads no
+    tree never checks it). Dependency labels, parse trees and offsets refer to the whole sentence, so pieces drop
+    them; each piece keeps where it was cut from (``meta["cut_from"]``: the sentence, start, end).
     """
-    heads = gold_heads(example)
+    tree = gold_heads(example) if heads else None
     pieces, start, n = [], 0, len(example)
     while start < n:
         end = min(start + max_length, n)
@@ -66,17 +69,24 @@ def split_long(example: Example, max_length: int) -> list[Example]:
         pieces.append(dataclasses.replace(
             example, words=example.words[start:end], tags=None if tags is None else tuple(tags),
             pos=None if example.pos is None else example.pos[start:end], deprels=None,
-            heads=None if heads is None else tuple(slice_heads(heads, start, end)),
+            heads=None if tree is None else tuple(slice_heads(tree, start, end)),
             parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
+            meta={**example.meta, "cut_from": (example, start, end)},
         ))
         start = end
     return pieces
 
 
 def gold_heads(example: Example) -> list[int] | None:
-    """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), None
-    with neither (:func:`~onlstm_tasks.data.gold_trees.example_heads`: checked to be a forest, since sentence pieces
-    may have several roots; a parse tree that does not fit the words is an error naming the sentence)."""
+    """An example's gold tree: its heads column, else the heads of its parse tree (Collins head rules), else for
+    a piece of a long sentence (:func:`split_long`) the whole sentence's tree cut to the piece; None with none
+    (:func:`~onlstm_tasks.data.gold_trees.example_heads`: checked to be a forest, since sentence pieces may have
+    several roots; a parse tree that does not fit the words is an error naming the sentence)."""
+    cut = example.meta.get("cut_from") if example.heads is None else None
+    if cut is not None:
+        whole, start, end = cut
+        tree = gold_heads(whole)
+        return None if tree is None else slice_heads(tree, start, end)
     return example_heads(example) if has_gold_tree(example) else None
 
 
@@ -129,6 +139,12 @@ class NERDataModule(TaskDataModule):
         reader_options: extra reader arguments (e.g. ``{include_pt: true}``, ``{tokens_column: words}``).
         tag_scheme: ``iob2`` or ``iobes`` for training (metrics are always reported in IOB2).
         max_length: longer sentences are ``split`` (default) or ``reject``-ed with an error; never truncated.
+        empty_sentences: sentences without a token are ``skip``-ped (default; counted in a warning naming the
+            first) or refused (``error``, naming the file and sentence). A token that is the empty string is
+            always an error.
+        gold_trees: whether batches carry gold trees (heads columns or parse trees, checked at setup). Default
+            (None): when the model reads them (a ``tree_source`` of kind ``gold``); without a Trainer, whenever
+            the data has them. Models that read no gold tree never see (nor fail on) the data's trees.
         min_freq, lowercase, normalize_digits: word vocabulary options (training split only).
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
@@ -149,6 +165,8 @@ class NERDataModule(TaskDataModule):
         eval_batch_size: int = 64,
         max_length: int = 128,
         long_sentences: Literal["split", "reject"] = "split",
+        empty_sentences: Literal["skip", "error"] = "skip",
+        gold_trees: bool | None = None,
         min_freq: int = 1,
         lowercase: bool = False,
         normalize_digits: bool = True,
@@ -180,6 +198,8 @@ class NERDataModule(TaskDataModule):
                                revision=h.revision, format=h.format, **(h.reader_options or {}))
 
     def _prepare_split(self, split: str, examples: list[Example]) -> list[Example]:
+        examples = drop_empty_sentences(split, examples, self.hparams.empty_sentences, log)
+        check_tokens(examples)
         limit, out, long = self.hparams.max_length, [], 0
         for ex in examples:
             if len(ex) <= limit:
@@ -189,7 +209,7 @@ class NERDataModule(TaskDataModule):
             if self.hparams.long_sentences == "reject":
                 raise DataFormatError(ex.source, ex.line, f"sentence of {len(ex)} tokens exceeds max_length="
                                       f"{limit} (long_sentences='reject')")
-            out.extend(split_long(ex, limit))
+            out.extend(split_long(ex, limit, heads=False))  # their trees are cut when asked for
         if long:
             log.info("%s: %d sentences longer than max_length=%d were split into pieces", split, long, limit)
         return out
@@ -209,6 +229,7 @@ class NERDataModule(TaskDataModule):
     def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
         words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
         types = {split_tag(t)[1] for ex in train for t in ex.tags if t != "O"}
+        warn_cut_types(train, log)
         labels = scheme_labels(types, self.hparams.tag_scheme)
         log.info("vocabularies from %d training sentences: %d words, %d characters, %d tags", len(train),
                  len(words), len(chars), len(labels))
@@ -220,7 +241,8 @@ class NERDataModule(TaskDataModule):
         encoder = TokenEncoder(words, chars, self.normalizer, self.hparams.max_word_length)
         label_index = {label: i for i, label in enumerate(labels)}
         examples = self.examples(split)
-        trees, missing = split_trees(examples)
+        trees, missing = (None, 0) if self._reads_gold_trees(self.hparams.gold_trees) is False else \
+            split_trees(examples)
         if missing:
             log.info("%s: %d of %d sentences have no gold tree (no heads column, no parse tree): with "
                      "tree_source 'gold' each of their words is its own root (no arcs)", split, missing,

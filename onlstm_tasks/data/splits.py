@@ -21,6 +21,7 @@ from typing import Any
 
 from onlstm_tasks.errors import DataFormatError, HubUnreachableError
 
+from .sniff import hint, with_format_hint
 from .split_files import DataFiles, add_split, check_hub_id, files_under, flat, normalise_split, ordered, split_paths
 
 Reader = Callable[..., tuple[list, dict[str, int]]]  # (data, source=None, **options) -> (items, stats)
@@ -211,11 +212,18 @@ def _file_splits(formats: SplitFormats, base: Path, data_files, format, options)
             formats.log.info("%s split input: ignored %d file(s) of another format, e.g. %s", fmt, len(ignored),
                              [str(f) for f in ignored[:5]])
         if not inputs:
-            raise FileNotFoundError(f"no {fmt} input among {[str(p) for p in paths]}")
+            looks = next((h for h in (hint(f, fmt, formats.readers) for f in ignored[:1]) if h), None)
+            raise FileNotFoundError(f"no {fmt} input among {[str(p) for p in paths]}" + (f" ({looks})" if looks else ""))
         items: list = []
         total: Counter = Counter()
         for item in inputs:
-            item_items, stats = formats.readers[fmt](item, **options)
+            try:
+                item_items, stats = formats.readers[fmt](item, **options)
+            except DataFormatError as err:  # a file of another format says which one it looks like
+                file = Path(item) if Path(item).is_file() else Path(err.source)  # a directory: the failing file
+                if not file.is_file():
+                    raise
+                raise with_format_hint(err, file, fmt, formats.readers) from None
             items.extend(item_items)
             total.update(stats)
         formats.log.info("split %s: %d %s from %d %s input(s) %s", normalise_split(split), len(items), formats.unit,

@@ -41,7 +41,8 @@ def read_token_rows(
 
     Tags may be strings or ids; ids are named by the column's ClassLabel feature, else by ``label_names``.
     ``scheme`` is the input scheme (iob1 | iob2 | iobes); orphan ``I-X`` in IOB2 are repaired and counted.
-    ``sentence_id`` comes from ``id_column`` when the dataset has it.
+    ``sentence_id`` comes from ``id_column`` when the dataset has it. Rows without tokens are kept as empty
+    Examples (counted): the data module skips or refuses them (its ``empty_sentences``).
     """
     source = source or "dataset"
     for column in (tokens_column, tags_column, pos_column):
@@ -58,9 +59,7 @@ def read_token_rows(
     examples: list[Example] = []
     for row_index, row in enumerate(dataset):
         words = row[tokens_column]
-        if not words:
-            stats["empty_rows"] += 1
-            continue
+        stats["empty_rows"] += not words  # kept: the data module skips or refuses them (empty_sentences)
         raw = _names(row[tags_column], tag_names, source, row_index, tags_column)
         if len(raw) != len(words):
             raise DataFormatError(source, row_index, f"expected one tag per token, found {len(raw)} tags for "
@@ -77,6 +76,6 @@ def read_token_rows(
             raise DataFormatError(source, row_index, f"expected one POS tag per token: {err}") from None
         stats["sentences"] += 1
         stats["tokens"] += len(words)
-    log_read(logger, source, stats, {"empty_rows": "rows without tokens skipped",
+    log_read(logger, source, stats, {"empty_rows": "rows without tokens",
                                       "repaired_tags": "orphan I- tags repaired to B-"})
     return examples, stats
