@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import logging
 import re
+import signal
 import sys
 
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from . import __version__
 from .callbacks.resume import resume_from_last
@@ -170,6 +173,8 @@ class TasksCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
+        if sub:  # sizes a class can check from its arguments alone fail here, before any data is read
+            check_init_args(self.config[sub].get("model"), f"{sub}.model")
         if sub == "fit":
             resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
         if sub == "predict":  # predict logs no metrics: no logger, so no empty version_N folder, no saved config
@@ -231,6 +236,29 @@ class TasksCLI(LightningCLI):
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 
+def check_init_args(node, where: str) -> None:
+    """Calls ``check_init_args(init_args)`` of every class of the package named in a parsed config that has one
+    (e.g. :meth:`ONLSTM.check_init_args`), so a size error is one line before the data is read (the model is built
+    only after the data module, whose vocabulary it needs). A refusal is a :class:`ConfigError` naming the key."""
+    if isinstance(node, Namespace):
+        node = node.as_dict()
+    if isinstance(node, dict):
+        class_path, init_args = node.get("class_path"), node.get("init_args")
+        if isinstance(class_path, str) and class_path.startswith("onlstm_tasks.") and isinstance(init_args, dict):
+            module, _, name = class_path.rpartition(".")
+            check = getattr(getattr(importlib.import_module(module), name, None), "check_init_args", None)
+            if callable(check):
+                try:
+                    check(init_args)
+                except ValueError as err:
+                    raise ConfigError(f"{where}.init_args: {err} ({class_path})") from None
+        for key, value in node.items():
+            check_init_args(value, f"{where}.{key}" if key != "init_args" else f"{where}.init_args")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            check_init_args(value, f"{where}[{index}]")
+
+
 def show_package_logs() -> None:
     """Shows this package's INFO lines (counts of what readers skipped or repaired, vocabulary sizes, vector
     coverage, ...) on stderr, as Lightning shows its own; a library import configures nothing by itself."""
@@ -270,6 +298,8 @@ def main(args: list[str] | None = None) -> None:
             save_config_kwargs={"overwrite": True},
             trainer_defaults={"use_distributed_sampler": False},
         )
+    except SIGTERMException:  # stopped by SIGTERM: last.ckpt was written (ResumableCheckpoint); exit as killed
+        raise SystemExit(128 + signal.SIGTERM) from None
     except Exception as err:
         user_error = find_user_error(err)
         if user_error is None or debug:

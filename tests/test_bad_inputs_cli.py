@@ -49,7 +49,14 @@ def test_chunk_size_one_line(capsys, tmp_path):  # item 5: no vocabulary dump
     code, lines = run(capsys, "fit", *quick(tmp_path, "--model.init_args.encoder.init_args.hidden_size", "30"))
     assert code == 2 and len(lines) == 1
     assert "multiple of chunk_size" in lines[0] and len(lines[0]) < 300
+    assert "model.init_args.encoder.init_args" in lines[0]  # the key to fix
     assert not list(tmp_path.rglob("*.ckpt"))
+
+
+def test_chunk_size_checked_before_the_data_is_read(capsys, tmp_path):  # item 5: fails early
+    code, lines = run(capsys, "fit", *quick(tmp_path, "--model.init_args.encoder.init_args.hidden_size", "30",
+                                            "--data.init_args.path", str(tmp_path / "no_such_folder")))
+    assert code == 2 and len(lines) == 1 and "multiple of chunk_size" in lines[0]
 
 
 def _ckpt(path: Path, hparams: dict, value: float = 1.0) -> str:

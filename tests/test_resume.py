@@ -34,6 +34,7 @@ def test_sigterm_mid_epoch_then_ckpt_path_last_matches_an_uninterrupted_run(tmp_
 
     killed = run_cli("fit", "--config", str(_config(cut, kill=True)))
     assert _last(cut)["global_step"] == KILL_AT, killed.stderr[-3000:]  # last.ckpt written on SIGTERM, mid-epoch
+    assert killed.returncode == 143, killed.stderr[-3000:]  # 128 + SIGTERM: a stopped run does not look finished
     resumed = run_cli("fit", "--config", str(cut / "config.yaml"), "--ckpt_path", "last")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "not resumable" not in resumed.stderr  # Lightning's warning for a loader that restarts its epoch

@@ -72,6 +72,18 @@ class ONLSTM(StatefulEncoder):
             for _ in range(self.num_directions)
         )
 
+    @staticmethod
+    def check_init_args(init_args: dict) -> None:
+        """Checks the sizes a config gives before anything is built (the CLI calls this before reading data):
+        every hidden size a positive multiple of ``chunk_size``. Raises ``ValueError`` naming the values."""
+        chunk = init_args.get("chunk_size", 8)
+        hidden = init_args.get("hidden_size", 256)
+        sizes = [hidden] if isinstance(hidden, int) else list(hidden or [])
+        for size in sizes:
+            if isinstance(size, int) and isinstance(chunk, int) and (chunk <= 0 or size <= 0 or size % chunk):
+                raise ValueError(f"hidden_size must be a positive multiple of chunk_size, got hidden_size={hidden}, "
+                                 f"chunk_size={chunk}")
+
     def cell(self, layer: int, direction: int = 0) -> ONLSTMCell:
         return self.cells[layer * self.num_directions + direction]
 
