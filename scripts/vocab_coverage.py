@@ -28,7 +28,7 @@ def file_dim(path: str) -> int:
 
 
 def coverage(data: NERDataModule, split: str, with_vector: set[int]) -> dict[str, float]:
-    tokens = types = known_tokens = vector_tokens = 0
+    tokens = known_tokens = vector_tokens = 0
     seen: dict[str, tuple[bool, bool]] = {}
     for word_ids, _, words, *_ in data._encode(split):
         for i, w in zip(word_ids, words):
@@ -51,10 +51,10 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     dim = file_dim(args.vectors)
-    print(f"| vocabulary | split | tokens | tokens with a row | tokens with a vector | word types | types with a row "
-          f"| types with a vector |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| vocabulary | split | tokens | tokens with a row | tokens with a vector | word types | types with a row "
+          "| types with a vector |\n|---|---|---:|---:|---:|---:|---:|---:|")
     for name, extra in (("training words", {}),
-                        (f"training words + {args.max_words:,} vector words",
+                        (f"training words + vectors file (vectors_max_words={args.max_words:,})",
                          {"vectors": args.vectors, "vectors_max_words": args.max_words})):
         data = NERDataModule(path=args.data, revision=None, format=args.format, **extra)
         vocab = data.word_vocab

@@ -77,7 +77,8 @@ def test_data_module_extends_the_vocabulary_and_logs_it(tmp_path, caplog):
     assert vocab[: len(plain.word_vocab)] == plain.word_vocab
     assert vocab[len(plain.word_vocab):] == ["Quuxville", "quuxtown"]  # 1999 -> 0000 is a training word
     assert extended.normalizer.lowercase_fallback and not plain.normalizer.lowercase_fallback
-    assert any("5 words read (vectors_max_words=5): 2 added to the 525 training words, 3 already" in r.getMessage() for r in caplog.records)
+    expected = "5 words read (vectors_max_words=5): 2 added to the 525 training words, 3 already training words"
+    assert any(expected in r.getMessage() for r in caplog.records)
 
 
 # ------------------------------------------------------------------- end to end: fit, delete the file, predict
