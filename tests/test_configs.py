@@ -202,6 +202,7 @@ def test_vectors_configs_differ_from_the_plain_recipe_only_in_the_vectors_and_ru
     path = embedder.pop("pretrained")
     assert path == data.pop("vectors") and path.endswith(f".{embedder['word_dim']}d.txt")
     assert embedder.pop("fine_tune") == "all" and data.pop("vectors_max_words") == 100_000
+    assert vectors["model"]["init_args"]["optimizer"]["init_args"].pop("fused") is True
     folder = f"runs/ontonotes_{encoder}_vectors"
     assert yaml.safe_dump(vectors).replace(folder, "runs/ontonotes") == yaml.safe_dump(plain)
 
