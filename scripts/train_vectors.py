@@ -19,7 +19,8 @@ Usage::
     python scripts/train_vectors.py corpus.txt vectors.ft.txt --model fasttext --dim 100 --max-words 200000
 
 then, in a config: ``model.init_args.embedder.init_args.pretrained: /work/vectors/unlabelled_en.w2v.100d.txt``
-with ``word_dim`` equal to ``--dim``.
+with ``word_dim`` equal to ``--dim``, and the same file as ``data.init_args.vectors`` so words that training never
+saw keep their vectors (``configs/ner/ontonotes_*_crf_vectors.yaml``).
 
 With ``--workers 1`` the same corpus, options and seed give the same file; with more workers gensim's threads
 make the result vary slightly from run to run (a known property of gensim's training, not of this script).

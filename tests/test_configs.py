@@ -194,3 +194,22 @@ def test_lm_initialised_ner_pair_differs_only_in_pretrained_lm_and_matches_the_l
     ner = scratch["model"]["init_args"]
     assert ner["encoder"]["init_args"]["encoder"] == lm["encoder"]  # the stacks the language model trains
     assert ner["embedder"]["init_args"]["word_dim"] == lm["embedding_dim"]
+
+
+@pytest.mark.parametrize("encoder", ["onlstm", "lstm"])
+def test_vectors_configs_differ_from_the_plain_recipe_only_in_the_vectors_and_run_folder(encoder):
+    vectors, plain = _load(f"ner/ontonotes_{encoder}_crf_vectors.yaml"), _load(f"ner/ontonotes_{encoder}_crf.yaml")
+    embedder = vectors["model"]["init_args"]["embedder"]["init_args"]
+    data = vectors["data"]["init_args"]
+    path = embedder.pop("pretrained")
+    assert path == data.pop("vectors") and path.endswith(f".{embedder['word_dim']}d.txt")
+    assert embedder.pop("fine_tune") == "all" and data.pop("vectors_max_words") == 100_000
+    assert vectors["model"]["init_args"]["optimizer"]["init_args"].pop("fused") is True
+    folder = f"runs/ontonotes_{encoder}_vectors"
+    assert yaml.safe_dump(vectors).replace(folder, "runs/ontonotes") == yaml.safe_dump(plain)
+
+
+def test_vectors_configs_pair_differs_only_in_the_encoder_and_run_folder():
+    onlstm, lstm = _load("ner/ontonotes_onlstm_crf_vectors.yaml"), _load("ner/ontonotes_lstm_crf_vectors.yaml")
+    assert onlstm["model"]["init_args"].pop("encoder") != lstm["model"]["init_args"].pop("encoder")
+    assert yaml.safe_dump(onlstm).replace("onlstm_vectors", "lstm_vectors") == yaml.safe_dump(lstm)

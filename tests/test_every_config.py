@@ -10,6 +10,8 @@ fails. What is changed in a copy of each config, and nothing else:
   ``chunk_size`` becomes 2;
 * data: hub datasets and the kit's folders point at local copies (``../shared/data``, the bundled samples of
   :mod:`onlstm_tasks.sample_data`, or a toy text corpus for WikiText-103); batches of 4;
+* word vectors (the embedder's ``pretrained``, the data's ``vectors``): a stand-in file of a few words in the
+  shrunk ``word_dim``, written in the work folder;
 * the trainer: one step, one validation batch, on the CPU, writing under a temporary folder.
 
 ``ontonotes_onlstm_crf_lm_init.yaml`` reads the checkpoint that ``lm/ontonotes_onlstm_bi.yaml`` writes (its
@@ -110,10 +112,38 @@ def local_data(init_args: dict, work: Path) -> dict:
     return args
 
 
+STAND_IN_WORDS = ["the", "of", "said", "in", "New", "York", "unseenword", "0000"]
+
+
+def stand_in_vectors(dim: int, work: Path) -> str:
+    """A word2vec text file of :data:`STAND_IN_WORDS` with ``dim``-dimensional vectors (in ``work``)."""
+    path = work / "vectors" / f"stand_in.{dim}d.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"{len(STAND_IN_WORDS)} {dim}"]
+    lines += [f"{w} {' '.join(str((i + j) % 7 / 10) for j in range(dim))}" for i, w in enumerate(STAND_IN_WORDS)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def local_vectors(cfg: dict, work: Path) -> None:
+    """Every vectors file a (shrunk) config names -> :func:`stand_in_vectors` of its embedder's ``word_dim``; the
+    data's ``vectors`` must name the same file as the embedder's ``pretrained``."""
+    embedder = cfg["model"].get("init_args", {}).get("embedder") or {}
+    args = embedder.get("init_args", {})
+    pretrained, vectors = args.get("pretrained"), cfg["data"].get("init_args", {}).get("vectors")
+    if vectors and vectors != pretrained:
+        pytest.fail(f"data vectors {vectors!r} differ from the embedder's pretrained {pretrained!r}")
+    if pretrained:
+        args["pretrained"] = stand_in_vectors(args["word_dim"], work)
+        if vectors:
+            cfg["data"]["init_args"]["vectors"] = args["pretrained"]
+
+
 def tiny_copy(config: Path, work: Path) -> Path:
     cfg = yaml.safe_load(config.read_text())
     cfg["model"] = shrink(cfg["model"])
     cfg["data"]["init_args"] = local_data(cfg["data"].get("init_args", {}), work)
+    local_vectors(cfg, work)
     cfg["trainer"] = {**cfg.get("trainer", {}), "max_steps": 1, "max_epochs": 1, "limit_train_batches": 1,
                       "limit_val_batches": 1, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1,
                       "enable_progress_bar": False, "enable_model_summary": False}

@@ -25,7 +25,7 @@ from .absa_readers.aspects import AspectCollector
 from .base import TaskDataModule, adopt_checkpoint_data, carve_validation
 from .batching import IGNORE, TokenBatch
 from .examples import Example
-from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
 from .gold_trees import example_heads_from_parsed
 from .readers._common import read_lines
 from .vocab import Vocabulary
@@ -123,6 +123,13 @@ class AspectSentimentDataModule(TaskDataModule):
         min_freq, lowercase, normalize_digits, max_word_length: vocabulary and character options.
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
+        vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
+            ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
+            join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
+            their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
+            vocabulary: predicting needs no file.
+        lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
+            ``<unk>``; ``None``: on exactly with ``vectors``.
         predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
         parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
             output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
@@ -156,10 +163,14 @@ class AspectSentimentDataModule(TaskDataModule):
         parses: str | None = None,
         num_workers: int = 0,
         seed: int = 0,
+        vectors: str | None = None,
+        vectors_max_words: int | None = 100_000,
+        lowercase_fallback: bool | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.normalizer = WordNormalizer(lowercase, normalize_digits)
+        self.normalizer = WordNormalizer(lowercase, normalize_digits,
+                                         lowercase_fallback_for(lowercase_fallback, vectors))
         self._parses: dict[str, ParsedSentence] | None = None
         self._duplicates: Counter[str] = Counter()  # text -> later parses of it ignored (the first one is kept)
 
@@ -195,6 +206,7 @@ class AspectSentimentDataModule(TaskDataModule):
 
     def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
         words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+        words = self._with_vectors(words)
         labels = sorted({ex.label for ex in train})
         log.info("vocabularies from %d training aspects: %d words, %d characters, labels %s", len(train),
                  len(words), len(chars), labels)
@@ -266,10 +278,11 @@ class AspectSentimentDataModule(TaskDataModule):
 
     def _collate(self, split: str):
         items = self._encode(split)
+        singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> AspectBatch:
             chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, *_ in chosen])
+            tokens = pad_tokens([(w, c, words) for w, c, words, *_ in chosen], singletons)
             aspect_mask = torch.zeros_like(tokens.mask)
             for b, (*_, (start, end), _, _) in enumerate(chosen):
                 aspect_mask[b, start:end] = True

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 
 from .common import data_from_checkpoint, prediction_word_options
 from .examples import DataFormatError
+from .features import extend_with_vectors
 from .gold_trees import model_reads_gold_trees
 from .resumable_loader import ResumableDataLoader
 from .sampler import BucketBatchSampler
@@ -77,6 +78,8 @@ def adopt_checkpoint_data(datamodule, path: str, model: str) -> tuple[Vocabulary
         path, saved.word_options, (datamodule.normalizer, hparams.max_word_length))
     datamodule.normalizer = normalizer
     hparams.lowercase, hparams.normalize_digits = normalizer.lowercase, normalizer.normalize_digits
+    if "lowercase_fallback" in hparams:
+        hparams.lowercase_fallback = normalizer.lowercase_fallback
     return saved.words, saved.chars, saved.labels
 
 
@@ -184,6 +187,25 @@ class TaskDataModule(pl.LightningDataModule):
 
     def _build_vocabularies(self, train: list) -> Any:
         raise NotImplementedError
+
+    def _with_vectors(self, words: Vocabulary) -> Vocabulary:
+        """The training word vocabulary extended with the words of ``vectors`` (when set), logged with counts."""
+        path = self.hparams.get("vectors")
+        if not path:
+            return words
+        extended, n = extend_with_vectors(words, path, self.normalizer, self.hparams.vectors_max_words)
+        self._log.info("vectors %s: %d words read (vectors_max_words=%s): %d added to the %d training words, %d "
+                       "already training words, %d merged by normalisation", path, n["read"],
+                       self.hparams.vectors_max_words, n["added"], len(words) - 2, n["known"], n["merged"])
+        return extended
+
+    def _singleton_table(self, split: str) -> torch.Tensor | None:
+        """For training batches: a bool per word index, True for words counted once in training (None for other
+        splits, and for vocabularies without counts, e.g. from a checkpoint)."""
+        words = self._vocabularies()[0]
+        if split != "train" or not words.counts:
+            return None
+        return torch.tensor(words.singletons(), dtype=torch.bool)
 
     def _vocabularies_from_checkpoint(self, path: str) -> Any:
         raise NotImplementedError

@@ -17,9 +17,12 @@ class TokenBatch:
     char_ids: [B, T, C] long, 0 = padding (character vocabulary indices of the raw words)
     mask:     [B, T] bool, True at real tokens; every row is a prefix of Trues (left-aligned)
     words:    the raw tokens of every sentence (for sub-word embedders and for output)
+    singletons: [B, T] bool, True at tokens whose word occurs once in training (training batches of a data module
+              that knows the training counts; None otherwise): the word embedder's ``unk_replace`` candidates
     """
 
     word_ids: torch.Tensor
     char_ids: torch.Tensor
     mask: torch.Tensor
     words: list[list[str]]
+    singletons: torch.Tensor | None = None

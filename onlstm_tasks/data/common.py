@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint_file import read_checkpoint_file
-from .features import WordNormalizer
+from .features import WordNormalizer, lowercase_fallback_for
 from .vocab import Vocabulary
 
 WordOptions = tuple[WordNormalizer, int]  # (word normalisation, max_word_length)
@@ -51,7 +51,8 @@ def vocabularies_from_checkpoint(path: str, model: str) -> tuple[Vocabulary, Voc
 
 
 def word_options(datamodule_hparams: Mapping[str, Any] | None) -> WordOptions | None:
-    """The word normalisation (``lowercase``, ``normalize_digits``) and ``max_word_length`` in a data module's
+    """The word normalisation (``lowercase``, ``normalize_digits``, ``lowercase_fallback``) and ``max_word_length``
+    in a data module's
     hyper-parameters (a checkpoint's ``datamodule_hyper_parameters``), or None without them (a checkpoint saved
     without a data module); the defaults then are ``WordNormalizer()`` and 30."""
     if not datamodule_hparams:
@@ -60,6 +61,8 @@ def word_options(datamodule_hparams: Mapping[str, Any] | None) -> WordOptions | 
     normalizer = WordNormalizer(
         lowercase=bool(datamodule_hparams.get("lowercase", defaults.lowercase)),
         normalize_digits=bool(datamodule_hparams.get("normalize_digits", defaults.normalize_digits)),
+        lowercase_fallback=lowercase_fallback_for(datamodule_hparams.get("lowercase_fallback"),
+                                                  datamodule_hparams.get("vectors")),
     )
     return normalizer, int(datamodule_hparams.get("max_word_length", 30))
 
@@ -91,4 +94,4 @@ def prediction_word_options(path: str, saved: WordOptions | None, configured: Wo
 def describe_word_options(options: WordOptions) -> str:
     normalizer, max_word_length = options
     return (f"lowercase={normalizer.lowercase}, normalize_digits={normalizer.normalize_digits}, "
-            f"max_word_length={max_word_length}")
+            f"max_word_length={max_word_length}, lowercase_fallback={normalizer.lowercase_fallback}")

@@ -12,6 +12,7 @@ import torch
 
 from .batching import TokenBatch
 from .examples import Example
+from .vector_file import read_vector_words
 from .vocab import Vocabulary
 
 _DIGITS = re.compile(r"\d")
@@ -21,10 +22,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class WordNormalizer:
-    """How a word is looked up in the word vocabulary (characters always see the raw word)."""
+    """How a word is looked up in the word vocabulary (characters always see the raw word).
+
+    ``lowercase_fallback``: a normalised word missing from the vocabulary is looked up lowercased before it
+    becomes ``<unk>`` (``THE`` takes the row of ``the``); applied by :class:`TokenEncoder`.
+    """
 
     lowercase: bool = False
     normalize_digits: bool = True
+    lowercase_fallback: bool = False
 
     def __call__(self, word: str) -> str:
         if self.lowercase:
@@ -32,6 +38,12 @@ class WordNormalizer:
         if self.normalize_digits:
             word = _DIGITS.sub("0", word)
         return word
+
+
+def lowercase_fallback_for(lowercase_fallback: bool | None, vectors: str | None) -> bool:
+    """A data module's ``lowercase_fallback`` option: as given, or (``None``) on exactly when a vectors file
+    extends the vocabulary."""
+    return bool(vectors) if lowercase_fallback is None else bool(lowercase_fallback)
 
 
 def build_vocabularies(
@@ -44,6 +56,23 @@ def build_vocabularies(
             words[normalizer(w)] += 1
             chars.update(w)
     return Vocabulary.from_counts(words, min_freq=min_freq), Vocabulary.from_counts(chars)
+
+
+def extend_with_vectors(
+    words: Vocabulary, path: str, normalizer: WordNormalizer, max_words: int | None
+) -> tuple[Vocabulary, dict[str, int]]:
+    """``words`` followed by the words of the vectors file ``path`` that it lacks: the first ``max_words`` words of
+    the file (most frequent first; all with ``None``), normalised as the data's words are, so dev, test and
+    predict-time words that training never saw are looked up in them. Returns the vocabulary and the counts
+    ``read`` (file words taken), ``known`` (already training words), ``merged`` (equal to an earlier file word
+    after normalisation) and ``added``."""
+    read = read_vector_words(path, max_words)
+    normalised = [normalizer(w) for w in read]
+    distinct = list(dict.fromkeys(normalised))
+    known = sum(w in words for w in distinct)
+    extended = words.extend(distinct)
+    return extended, {"read": len(read), "known": known, "merged": len(read) - len(distinct),
+                      "added": len(extended) - len(words)}
 
 
 class TokenEncoder:
@@ -62,8 +91,17 @@ class TokenEncoder:
         self.max_word_length = max_word_length
         self.truncated_words = 0
 
+    def word_id(self, word: str) -> int:
+        """The vocabulary index of a raw word: its normalised form, else (``lowercase_fallback``) that lowercased,
+        else ``<unk>``."""
+        key = self.normalizer(word)
+        i = self.words.stoi.get(key)
+        if i is None and self.normalizer.lowercase_fallback:
+            i = self.words.stoi.get(key.lower())
+        return self.words.index(key) if i is None else i
+
     def encode(self, words: Sequence[str]) -> tuple[list[int], list[list[int]]]:
-        word_ids = [self.words.index(self.normalizer(w)) for w in words]
+        word_ids = [self.word_id(w) for w in words]
         self.truncated_words += sum(len(w) > self.max_word_length for w in words)
         char_ids = [[self.chars.index(c) for c in w[: self.max_word_length]] for w in words]
         return word_ids, char_ids
@@ -76,8 +114,14 @@ class TokenEncoder:
                      self.truncated_words, self.max_word_length)
 
 
-def pad_tokens(items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]]) -> TokenBatch:
-    """Pads (word ids, char ids, raw words) triples into a :class:`TokenBatch`."""
+def pad_tokens(
+    items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]], singletons: torch.Tensor | None = None
+) -> TokenBatch:
+    """Pads (word ids, char ids, raw words) triples into a :class:`TokenBatch`.
+
+    ``singletons``: a bool per word-vocabulary index (:meth:`Vocabulary.singletons`); given, the batch's
+    ``singletons`` flags the tokens whose word occurs once in training (for ``<unk>`` replacement in training).
+    """
     batch, steps = len(items), max(len(w) for w, _, _ in items)
     max_chars = max((len(c) for _, chars, _ in items for c in chars), default=1) or 1
     word_ids = torch.zeros(batch, steps, dtype=torch.long)
@@ -89,7 +133,8 @@ def pad_tokens(items: Sequence[tuple[list[int], list[list[int]], Sequence[str]]]
         for t, c in enumerate(chars):
             if c:
                 char_ids[b, t, : len(c)] = torch.tensor(c)
-    return TokenBatch(word_ids=word_ids, char_ids=char_ids, mask=mask, words=[list(words) for *_, words in items])
+    return TokenBatch(word_ids=word_ids, char_ids=char_ids, mask=mask, words=[list(words) for *_, words in items],
+                      singletons=None if singletons is None else singletons[word_ids])
 
 
 def words_to_batch(

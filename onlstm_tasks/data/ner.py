@@ -16,7 +16,7 @@ from .base import TaskDataModule, adopt_checkpoint_data
 from .batching import TokenBatch
 from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
-from .features import TokenEncoder, WordNormalizer, build_vocabularies, pad_tokens
+from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
 from .gold_trees import example_heads, has_gold_tree
 from .readers import load_ner_splits
 from .readers._common import read_lines, split_fields
@@ -148,6 +148,13 @@ class NERDataModule(TaskDataModule):
         min_freq, lowercase, normalize_digits: word vocabulary options (training split only).
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
+        vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
+            ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
+            join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
+            their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
+            vocabulary: predicting needs no file.
+        lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
+            ``<unk>``; ``None``: on exactly with ``vectors``.
         predict_file: text file to tag, one sentence per line (``pretokenized``: space-separated tokens).
     """
 
@@ -177,10 +184,14 @@ class NERDataModule(TaskDataModule):
         pretokenized: bool = False,
         num_workers: int = 0,
         seed: int = 0,
+        vectors: str | None = None,
+        vectors_max_words: int | None = 100_000,
+        lowercase_fallback: bool | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.normalizer = WordNormalizer(lowercase, normalize_digits)
+        self.normalizer = WordNormalizer(lowercase, normalize_digits,
+                                         lowercase_fallback_for(lowercase_fallback, vectors))
 
     # ---- data facts, linked to the model by the CLI (word_vocab, char_vocab: TaskDataModule) -------------
     @property
@@ -228,6 +239,7 @@ class NERDataModule(TaskDataModule):
 
     def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
         words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+        words = self._with_vectors(words)
         types = {split_tag(t)[1] for ex in train for t in ex.tags if t != "O"}
         warn_cut_types(train, log)
         labels = scheme_labels(types, self.hparams.tag_scheme)
@@ -263,10 +275,11 @@ class NERDataModule(TaskDataModule):
 
     def _collate(self, split: str):
         items = self._encode(split)
+        singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> NERBatch:
             chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen])
+            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen], singletons)
             tags = torch.zeros_like(tokens.word_ids)
             for b, (*_, tag_ids, _) in enumerate(chosen):
                 tags[b, : len(tag_ids)] = torch.tensor(tag_ids)

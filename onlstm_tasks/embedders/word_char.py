@@ -21,7 +21,9 @@ class WordCharEmbedder(TokenEmbedder):
     ``word_vocab`` and ``char_vocab`` come from the data; everything else is plain config. Each part is a
     :class:`TokenEmbedder` of its own; this class only chooses and concatenates them. ``output_size`` is derived.
     The ``pretrained`` file is read at first use, and never when the weights are restored from a checkpoint
-    (see :class:`WordEmbedding`).
+    (see :class:`WordEmbedding`). ``freeze``/``fine_tune`` (which word rows train) and ``unk_replace``/
+    ``word_dropout`` (unknown-word training: tokens replaced by ``<unk>`` in training only; the characters still
+    see the real word) go to :class:`WordEmbedding`.
     """
 
     def __init__(
@@ -38,9 +40,14 @@ class WordCharEmbedder(TokenEmbedder):
         transformer_pooling: Literal["first", "mean"] = "first",
         freeze_transformer: bool = False,
         dropout: float = 0.5,
+        fine_tune: Literal["all", "unfound", "none"] | None = None,
+        unk_replace: float = 0.0,
+        word_dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        parts: list[TokenEmbedder] = [WordEmbedding(word_vocab, word_dim, pretrained=pretrained, freeze=freeze)]
+        parts: list[TokenEmbedder] = [WordEmbedding(word_vocab, word_dim, pretrained=pretrained, freeze=freeze,
+                                                    fine_tune=fine_tune, unk_replace=unk_replace,
+                                                    word_dropout=word_dropout)]
         if char_encoder == "cnn":
             parts.append(CharCNN(len(char_vocab), char_dim=char_dim, filters=char_features))
         elif char_encoder == "lstm":
