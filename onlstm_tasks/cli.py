@@ -259,12 +259,25 @@ def check_init_args(node, where: str) -> None:
             check_init_args(value, f"{where}[{index}]")
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to whatever ``sys.stderr`` is at the time of the record (not the stream of
+    the moment it was made), so a redirected or captured stderr never leaves it writing to a closed file."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ assigns one; the property always reads sys.stderr
+        pass
+
+
 def show_package_logs() -> None:
     """Shows this package's INFO lines (counts of what readers skipped or repaired, vocabulary sizes, vector
     coverage, ...) on stderr, as Lightning shows its own; a library import configures nothing by itself."""
     logger = logging.getLogger("onlstm_tasks")
     if not logger.handlers:
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
     if logger.level == logging.NOTSET:

@@ -128,6 +128,20 @@ def _load_config(path: Path) -> dict:
     return config
 
 
+def is_model_checkpoint(class_path: str) -> bool:
+    """Whether a callback's class is Lightning's ModelCheckpoint or a subclass (the project's ResumableCheckpoint)."""
+    import importlib
+
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return class_path.endswith("ModelCheckpoint")
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    return isinstance(cls, type) and issubclass(cls, ModelCheckpoint)
+
+
 def run_callbacks(config: dict, config_path: Path, run_dir: Path) -> list[dict]:
     """The config's callbacks with their output paths moved into ``run_dir``; checks that a ModelCheckpoint
     chooses checkpoints on a validation metric."""
@@ -140,7 +154,7 @@ def run_callbacks(config: dict, config_path: Path, run_dir: Path) -> list[dict]:
             raise CompareError(f"{config_path}: trainer.callbacks[{i}] is not a class_path/init_args mapping")
         cb = json.loads(json.dumps(cb))  # a deep copy
         init = cb["init_args"] = dict(cb.get("init_args") or {})
-        if cb["class_path"].endswith("ModelCheckpoint"):
+        if is_model_checkpoint(cb["class_path"]):
             init["dirpath"] = str(run_dir / ("checkpoints" if not checkpoints else f"checkpoints_{i}"))
             checkpoints.append(init)
         elif "output" in init:
@@ -163,7 +177,7 @@ def best_checkpoint(run: Run) -> Path:
     for ckpt in sorted(run.checkpoint_dir.glob("*.ckpt"), key=lambda p: p.stat().st_mtime, reverse=True):
         state = torch.load(ckpt, map_location="cpu", weights_only=True).get("callbacks", {})
         for key, value in state.items():
-            best = value.get("best_model_path") if key.startswith("ModelCheckpoint") else None
+            best = value.get("best_model_path") if key.startswith(("ModelCheckpoint", "ResumableCheckpoint")) else None
             if best and Path(best).parent == run.checkpoint_dir:
                 return Path(best)
     raise CompareError(f"{run.run_dir}: fit ended but no best checkpoint was found in {run.checkpoint_dir}")

@@ -170,8 +170,8 @@ def test_prediction_inputs_without_parses_get_no_heads(tmp_path):
     data = xml_data()
     data.setup("fit")
     ckpt = tmp_path / "absa.ckpt"
-    torch.save({"hyper_parameters": {"word_vocab": data.word_vocab, "char_vocab": data.char_vocab,
-                                     "labels": data.labels}}, ckpt)
+    torch.save({"state_dict": {}, "hyper_parameters": {"word_vocab": data.word_vocab, "char_vocab": data.char_vocab,
+                                                        "labels": data.labels}}, ckpt)
     predict = AspectSentimentDataModule(path=None, vocab_from=str(ckpt), parses=str(FIXTURES / "parses"),
                                         predict_file=str(FIXTURES / "predict.jsonl"))
     predict.setup("predict")
