@@ -1,4 +1,12 @@
-"""Sequence encoders: ON-LSTM and library RNNs behind one contract, and the dependency-guided stack."""
+"""Sequence encoders behind one contract (:mod:`.base`: ``SequenceEncoder``, ``EncoderOutput``, ``EncoderFactory``,
+the mask check): the ON-LSTM (:mod:`.onlstm`, its own subpackage), the library LSTM/GRU, the LSTM family run by
+``CellStackEncoder``, the dependency-guided and tree-LSTM stacks, ``IndependentDirections`` and the default
+encoders of each task (:mod:`.defaults`).
+
+Plain torch, no Lightning. By the layer order (DESIGN.md) it may import only interaction, trees and errors below
+it (``TreeSource`` and the tree helpers are passed down, never imported from above); data, embedders, modules and
+tasks import it.
+"""
 
 from .base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
 from .cell_stack import CellStackEncoder, RecurrentCell
