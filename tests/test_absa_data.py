@@ -255,3 +255,20 @@ def test_a_parse_matching_no_word_gives_a_counted_flat_tree(tmp_path, caplog) ->
     batch = next(iter(data.test_dataloader()))
     heads = {tuple(w): h[: len(w)] for w, h in zip(batch.tokens.words, batch.heads.tolist())}
     assert heads[("The", "charger", "is", "bulky", ".")] == [0, 0, 0, 0, 0]  # every word under the first
+
+
+def test_vocabulary_counts_each_training_sentence_once_however_many_aspects_it_has() -> None:
+    data = xml_data(data_files={"train": "Gadgets_Train_v1.xml", "validation": "Gadgets_Test_Gold.xml"})
+    data.setup("fit")
+    words = data._vocabularies()[0]
+    examples = data.examples("train")
+    per_sentence: dict = {}
+    for ex in examples:
+        per_sentence.setdefault(ex.sentence_id, ex.words)
+    assert len(per_sentence) < len(examples), "the fixture needs a sentence with several aspects"
+    expected = Counter(data.normalizer(w) for ws in per_sentence.values() for w in ws)
+    assert dict(words.counts) == dict(expected)
+    multi = Counter(ex.sentence_id for ex in examples)
+    only_in_multi = [w for w, c in expected.items() if c == 1
+                     and any(multi[sid] > 1 and w in map(data.normalizer, ws) for sid, ws in per_sentence.items())]
+    assert only_in_multi and all(words.counts[w] == 1 for w in only_in_multi)

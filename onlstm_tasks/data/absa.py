@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -104,6 +105,20 @@ def sentence_key(example: Example) -> tuple[str, str | int]:
     """Which sentence an aspect belongs to (its aspects stay together when a validation split is carved)."""
     return example.source, example.sentence_id if example.sentence_id is not None else example.line
 
+
+
+def distinct_sentences(examples: list[Example]) -> Iterable[Example]:
+    """The first aspect example of every distinct sentence (keyed by ``sentence_id``, else by text, else by words).
+
+    Aspect examples repeat their sentence once per aspect: counted per example, a word of a sentence with two
+    aspects would count twice, so word frequencies (``min_freq``) and singletons (``unk_replace``) would depend on
+    how many aspects a sentence has. Vocabularies count each training sentence once.
+    """
+    first: dict = {}
+    for ex in examples:
+        key = ex.sentence_id if ex.sentence_id is not None else (ex.text if ex.text else ex.words)
+        first.setdefault(key, ex)
+    return first.values()
 
 class AspectSentimentDataModule(TaskDataModule):
     """Aspect sentiment data from the hub, a local dataset folder, SemEval XML or ``.seg`` files; one example
@@ -205,11 +220,12 @@ class AspectSentimentDataModule(TaskDataModule):
         return vocab
 
     def _build_vocabularies(self, train: list[Example]) -> tuple[Vocabulary, Vocabulary, list[str]]:
-        words, chars = build_vocabularies(train, self.normalizer, self.hparams.min_freq)
+        sentences = list(distinct_sentences(train))
+        words, chars = build_vocabularies(sentences, self.normalizer, self.hparams.min_freq)
         words = self._with_vectors(words)
         labels = sorted({ex.label for ex in train})
-        log.info("vocabularies from %d training aspects: %d words, %d characters, labels %s", len(train),
-                 len(words), len(chars), labels)
+        log.info("vocabularies from %d training aspects in %d distinct sentences (each counted once): %d words, "
+                 "%d characters, labels %s", len(train), len(sentences), len(words), len(chars), labels)
         return words, chars, labels
 
     def parses(self) -> dict[str, ParsedSentence] | None:
