@@ -15,7 +15,8 @@ from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
 from cli_helpers import last_metrics
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.batching import IGNORE
-from onlstm_tasks.data.lm import EOS, LanguageModelDataModule
+from onlstm_tasks.data.features import WordNormalizer
+from onlstm_tasks.data.lm import EOS, LanguageModelDataModule, build_lm_vocabulary
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.modules.lm_softmax import adaptive_softmax, log_probs, position_nll
 from onlstm_tasks.tasks.language_model import LanguageModel
@@ -145,3 +146,12 @@ def test_the_vocabulary_cap_keeps_the_most_frequent_words_and_logs_what_reads_as
     batch = next(iter(capped.train_dataloader()))
     ids = batch.tokens.word_ids[batch.tokens.mask]
     assert (ids == 1).any() and int(ids.max()) < 12  # words outside the cap read as <unk> (id 1)
+
+
+def test_a_literal_unk_in_the_text_is_counted_as_unknown_and_takes_no_vocabulary_slot(caplog):
+    sentences = [["a", "<unk>", "b", "<unk>", "a", "c", "<pad>"]]
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks"):
+        vocab = build_lm_vocabulary(sentences, WordNormalizer(), max_size=5)
+    assert vocab.itos == ["<pad>", "<unk>", EOS, "a", "b"]  # max_size entries, <unk> once
+    assert "2 of 3 training word types kept" in caplog.text
+    assert "3 of 6 training tokens (50.00%, with 2 written <unk> in the text)" in caplog.text

@@ -34,7 +34,7 @@ from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines
 from .sampler import process_world
-from .vocab import DEFAULT_CHAR_VOCAB, EOS, Vocabulary
+from .vocab import DEFAULT_CHAR_VOCAB, EOS, PAD, UNK, Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +56,19 @@ def build_lm_vocabulary(sentences: Sentences, normalizer: WordNormalizer, min_fr
     ``<unk>``."""
     counts = Counter(normalizer(w) for words in sentences for w in words)
     counts.pop(EOS, None)
+    counts.pop(PAD, None)
+    literal_unk = counts.pop(UNK, 0)  # text that already reads <unk> (WikiText's unknown words)
     words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
     if max_size is not None:
         if max_size < 4:
             raise ValueError(f"max_vocab_size must leave room for a word beside <pad>, <unk>, <eos>; got {max_size}")
         words = words[: max_size - 3]
-    total = sum(counts.values())
+    total = sum(counts.values()) + literal_unk
     unknown = total - sum(counts[w] for w in words)
     log.info("vocabulary: %d of %d training word types kept (min_freq=%d, max_vocab_size=%s); the other %d types, "
-             "%d of %d training tokens (%.2f%%), read as <unk>", len(words), len(counts), min_freq, max_size,
-             len(counts) - len(words), unknown, total, 100.0 * unknown / max(total, 1))
+             "%d of %d training tokens (%.2f%%, with %d written <unk> in the text), read as <unk>", len(words),
+             len(counts), min_freq, max_size, len(counts) - len(words), unknown, total, 100.0 * unknown / max(total, 1),
+             literal_unk)
     return Vocabulary([EOS, *words])
 
 
