@@ -1,5 +1,6 @@
-"""A run ended by ``max_steps`` (before its first scheduled validation, or between two) ends cleanly through the
-CLI: exit 0, its last step validated, ``best.ckpt`` written and tested (``ValidateLastStep``)."""
+"""A run ended by ``max_steps`` or ``max_epochs`` (before its first scheduled validation, or between two) ends
+cleanly through the CLI: exit 0, its last step validated, ``best.ckpt`` written and tested (``ValidateLastStep``);
+one ended by ``max_time`` too (Lightning's Timer asks to stop, which validates)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,14 @@ def test_a_run_ended_by_max_epochs_between_validations_validates_its_last_step(t
     assert fit(config, "--trainer.max_epochs", "1", "--trainer.val_check_interval", "5") == 0
     validated = [int(r["step"]) for r in metric_rows(tmp_path / "run" / "logs") if r.get("val_ppl")]
     assert validated == [4, 9, 12]  # every 5 batches, then the 13th and last
+
+
+def test_a_run_ended_by_max_time_validates_its_last_step_and_tests_the_best_checkpoint(tmp_path):
+    config = lm_run(tmp_path)
+    assert fit(config, "--trainer.max_time", "00:00:00:01", "--trainer.val_check_interval", "10") == 0
+    assert (tmp_path / "run" / "ckpt" / "best.ckpt").is_file()
+    rows = metric_rows(tmp_path / "run" / "logs")
+    trained = max(int(r["step"]) for r in rows if r.get("train_loss"))
+    validated = [int(r["step"]) for r in rows if r.get("val_ppl")]
+    assert validated and validated[-1] == trained  # wherever the clock stopped it (or max_epochs on a fast machine)
+    assert any(r.get("test_ppl") for r in rows)

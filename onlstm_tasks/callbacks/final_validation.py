@@ -4,8 +4,8 @@ Lightning validates every ``val_check_interval`` batches and at the step where s
 ``trainer.should_stop`` (``max_time``'s Timer, EarlyStopping). A run ended by ``max_steps`` (or by the end of the
 last epoch when ``val_check_interval`` does not divide it) stops without validating its last steps: its final
 weights are never scored, and a run that stops before its first validation has no ``best.ckpt`` (``test_after_fit``
-then tests untrained-by-selection weights) while ``EarlyStopping`` raises for its missing monitor at the end of
-the epoch. This callback marks that last step as a stopping one (``trainer.should_stop``), which makes Lightning
+then tests the final weights, never scored on validation) while ``EarlyStopping`` raises for its missing monitor at
+the end of the epoch. This callback marks that last step as a stopping one (``trainer.should_stop``), which makes Lightning
 run the validation loop there, so the checkpoint callbacks and ``EarlyStopping`` see a score.
 
 The CLI adds it to every trainer. It changes nothing when validation is off (``limit_val_batches: 0``) or when
