@@ -18,6 +18,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from . import __version__
+from .callbacks.final_validation import ValidateLastStep
 from .callbacks.resume import resume_from_last
 from .data.checkpoint_file import read_checkpoint_file
 from .errors import ConfigError, debug_requested, find_user_error, report_user_error
@@ -230,9 +231,20 @@ class TasksCLI(LightningCLI):
                               f"{TASK_NAMES[wanted]} models (give a checkpoint of {wanted}, or the config "
                               f"the checkpoint was trained with)")
 
+    def instantiate_trainer(self, **kwargs):
+        """The configured trainer plus :class:`ValidateLastStep` (a run ended by ``max_steps`` validates its last
+        step, so it ends with a best checkpoint and ``EarlyStopping`` finds its monitor)."""
+        trainer = super().instantiate_trainer(**kwargs)
+        if not any(isinstance(c, ValidateLastStep) for c in trainer.callbacks):
+            trainer.callbacks.append(ValidateLastStep())
+        return trainer
+
     def after_fit(self) -> None:
         if self.config.fit.get("test_after_fit"):
             best = self.trainer.checkpoint_callback.best_model_path if self.trainer.checkpoint_callback else ""
+            if not best:
+                log.warning("test_after_fit: no best checkpoint (no checkpoint callback, or no validation ran); "
+                            "testing the final weights")
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 

@@ -6,10 +6,12 @@ fails. What is changed in a copy of each config, and nothing else:
 
 * sizes, so that each config runs in about a second: every ``hidden_size``, ``word_dim``, ``char_dim``,
   ``char_features``, ``embedding_dim`` and ``attention_size`` is mapped by one function of its value (so sizes that
-  must agree, such as a tied language model's last layer and its word vectors, still agree) and every
-  ``chunk_size`` becomes 2;
+  must agree, such as a tied language model's last layer and its word vectors, still agree), every
+  ``chunk_size`` becomes 2 and the adaptive softmax's ``adaptive_cutoffs`` become 4, 8, ... (below the toy
+  vocabulary);
 * data: hub datasets and the kit's folders point at local copies (``../shared/data``, the bundled samples of
-  :mod:`onlstm_tasks.sample_data`, or a toy text corpus for WikiText-103); batches of 4;
+  :mod:`onlstm_tasks.sample_data`, or a toy text corpus for WikiText-103 and the kit's 5.3M-token unlabelled
+  English); batches of 4;
 * word vectors (the embedder's ``pretrained``, the data's ``vectors``): a stand-in file of a few words in the
   shrunk ``word_dim``, written in the work folder;
 * the trainer: one step, one validation batch, on the CPU, writing under a temporary folder.
@@ -35,6 +37,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 CONFIGS = sorted(CONFIG_DIR.rglob("*.yaml"))
 SIZE_KEYS = {"hidden_size", "word_dim", "char_dim", "char_features", "embedding_dim", "attention_size"}
 LM_FOR_INIT = "lm/ontonotes_onlstm_bi.yaml"
+UNLABELLED_EN = "../shared/data/unlabelled_en/"  # the kit's unlabelled text, as the configs name it
 
 
 def tiny(size: int) -> int:
@@ -52,6 +55,8 @@ def shrink(node: object) -> object:
                 out[key] = [tiny(v) for v in value]
             elif key == "chunk_size":
                 out[key] = 2
+            elif key == "adaptive_cutoffs" and isinstance(value, list):
+                out[key] = [4 * (i + 1) for i in range(len(value))]
             else:
                 out[key] = shrink(value)
         return out
@@ -100,6 +105,8 @@ def local_data(init_args: dict, work: Path) -> dict:
     elif path == "Salesforce/wikitext":
         files = write_toy_corpus(work / "toy_corpus", {"train": 120, "validation": 20, "test": 20})
         args.update(path="text", name=None, data_files=files)
+    elif path == "text" and all(str(f).startswith(UNLABELLED_EN) for f in (args.get("data_files") or {}).values()):
+        args["data_files"] = write_toy_corpus(work / "toy_corpus", {"train": 120, "validation": 20, "test": 20})
     else:
         pytest.fail(f"no local stand-in for the data path {path!r}: add one to tests/test_every_config.py")
     if args.get("parses") == "data/semeval2014_laptops":

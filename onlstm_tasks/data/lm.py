@@ -34,7 +34,7 @@ from .features import WordNormalizer
 from .lm_text import TEXT_FORMAT, Sentences, load_lm_sentences
 from .readers._common import read_lines
 from .sampler import process_world
-from .vocab import DEFAULT_CHAR_VOCAB, EOS, Vocabulary
+from .vocab import DEFAULT_CHAR_VOCAB, EOS, PAD, UNK, Vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,25 @@ class LMBatch:
 
 def build_lm_vocabulary(sentences: Sentences, normalizer: WordNormalizer, min_freq: int = 1,
                         max_size: int | None = None) -> Vocabulary:
-    """``<pad>``, ``<unk>``, ``<eos>``, then training words by frequency (ties alphabetical), at least
-    ``min_freq`` occurrences, at most ``max_size`` entries in all."""
+    """``<pad>``, ``<unk>``, ``<eos>``, then training words by frequency (ties alphabetical: ids in order of
+    decreasing frequency, as the adaptive softmax needs), at least ``min_freq`` occurrences, at most ``max_size``
+    entries in all (the most frequent words kept). Logs how many word types and training tokens the cap turns into
+    ``<unk>``."""
     counts = Counter(normalizer(w) for words in sentences for w in words)
     counts.pop(EOS, None)
+    counts.pop(PAD, None)
+    literal_unk = counts.pop(UNK, 0)  # text that already reads <unk> (WikiText's unknown words)
     words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
     if max_size is not None:
         if max_size < 4:
             raise ValueError(f"max_vocab_size must leave room for a word beside <pad>, <unk>, <eos>; got {max_size}")
         words = words[: max_size - 3]
+    total = sum(counts.values()) + literal_unk
+    unknown = total - sum(counts[w] for w in words)
+    log.info("vocabulary: %d of %d training word types kept (min_freq=%d, max_vocab_size=%s); the other %d types, "
+             "%d of %d training tokens (%.2f%%, with %d written <unk> in the text), read as <unk>", len(words),
+             len(counts), min_freq, max_size, len(counts) - len(words), unknown, total, 100.0 * unknown / max(total, 1),
+             literal_unk)
     return Vocabulary([EOS, *words])
 
 
@@ -74,8 +84,10 @@ class LanguageModelDataModule(TaskDataModule):
         reader_options: extra NER-reader arguments (NER formats only).
         mode: ``sentence`` or ``stream`` (see the module docstring); ``bptt``: window length in stream mode.
         max_length: sentence mode: longer sentences are cut into pieces of at most this many words (counted).
-        min_freq, max_vocab_size, lowercase, normalize_digits: word vocabulary (training split only); words
-            outside it read as ``<unk>`` and the ``<unk>`` rate of every split is logged.
+        min_freq, max_vocab_size, lowercase, normalize_digits: word vocabulary (training split only: the most
+            frequent words with at least ``min_freq`` occurrences, at most ``max_vocab_size`` entries with
+            ``<pad>``, ``<unk>``, ``<eos>``); words outside it read as ``<unk>``. The kept and ``<unk>``-mapped
+            word types and training tokens, and the ``<unk>`` rate of every split, are logged.
         validation_ratio, seed: a validation split is carved from train (by sentence) when the source has none.
         train_sentences: train on a random subset of this many training sentences (drawn with ``seed``, kept in
             corpus order; the vocabulary comes from the subset; the count is logged). Many epochs over a small

@@ -1,8 +1,8 @@
 """The network of a word-level language model in the AWD-LSTM style (Merity et al., 2018).
 
 embedding (embedding dropout: whole word types dropped) -> locked dropout -> encoder (its own locked dropout
-between layers and DropConnect on the recurrent weights) -> locked dropout -> softmax over the vocabulary, whose
-weight is the embedding's when ``tie_weights``. A bidirectional model is a forward and a backward language
+between layers and DropConnect on the recurrent weights) -> locked dropout -> softmax over the vocabulary: a full
+one, whose weight is the embedding's when ``tie_weights``, or an adaptive one (:mod:`.lm_softmax`). A bidirectional model is a forward and a backward language
 model side by side (ELMo): two independent stacks (:class:`~onlstm_tasks.encoders.IndependentDirections`)
 sharing the embedding and the softmax.
 """
@@ -21,6 +21,8 @@ from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput
 from onlstm_tasks.encoders.dropout import check_probability, locked_dropout
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
+
+from onlstm_tasks.modules.lm_softmax import adaptive_softmax, check_softmax, log_probs, position_nll
 
 
 class LMEmbedding(TokenEmbedder):
@@ -48,8 +50,10 @@ class LMEmbedding(TokenEmbedder):
 
 @dataclass
 class LMOutput:
-    """Logits of each direction ([B, T, V]; ``backward`` None for a forward-only model), the encoder's output,
-    and the last layer's states per direction after output dropout (for activation regularisation)."""
+    """The states each direction's softmax reads ([B, T, width]: the last layer after output dropout; ``backward``
+    None for a forward-only model), the encoder's output, and the last layer's states of both directions after
+    output dropout (for activation regularisation). Score them with :meth:`LanguageModelNet.nll` or
+    :meth:`LanguageModelNet.log_probs`."""
 
     forward: torch.Tensor
     backward: torch.Tensor | None
@@ -66,16 +70,23 @@ class LanguageModelNet(nn.Module):
             unidirectional (a bidirectional encoder would let the forward model see the words it predicts).
         bidirectional: adds a backward language model (a second stack built by ``encoder``).
         tie_weights: the softmax weight is the embedding matrix; needs the encoder's output size (per
-            direction) to equal ``embedding_dim`` (e.g. ``hidden_size: [1150, 1150, 400]`` with 400-d words).
+            direction) to equal ``embedding_dim`` (e.g. ``hidden_size: [1150, 1150, 400]`` with 400-d words), and
+            ``softmax: full``: with the adaptive softmax it is refused (its tail clusters score words through
+            their own projections, so there is no one matrix to share).
+        softmax: ``full`` (``decoder`` is an ``nn.Linear``) or ``adaptive`` (``decoder`` is an
+            ``nn.AdaptiveLogSoftmaxWithLoss`` with ``adaptive_cutoffs`` and ``div_value``; cutoffs default to
+            2,000 and 10,000 ids, those below the vocabulary size), see :mod:`onlstm_tasks.modules.lm_softmax`.
         embedding_dropout, input_dropout, output_dropout: see :class:`LMEmbedding`; output dropout is locked
             dropout on the last layer's states.
     """
 
     def __init__(self, vocab_size: int, embedding_dim: int, encoder: EncoderFactory, bidirectional: bool = False,
                  tie_weights: bool = True, embedding_dropout: float = 0.1, input_dropout: float = 0.4,
-                 output_dropout: float = 0.4) -> None:
+                 output_dropout: float = 0.4, softmax: str = "full", adaptive_cutoffs: list[int] | None = None,
+                 div_value: float = 4.0) -> None:
         super().__init__()
         check_probability("output_dropout", output_dropout)
+        check_softmax(softmax, adaptive_cutoffs, div_value, tie_weights)
         self.embedder = LMEmbedding(vocab_size, embedding_dim, embedding_dropout, input_dropout)
         one = encoder(embedding_dim)
         if getattr(one, "num_directions", 1) != 1 or getattr(one, "bidirectional", False):
@@ -86,9 +97,12 @@ class LanguageModelNet(nn.Module):
         self.bidirectional = bidirectional
         self.directions = 2 if bidirectional else 1
         width = self.encoder.output_size // self.directions
-        self.decoder = nn.Linear(width, vocab_size)
-        bound = 1.0 / math.sqrt(width)
-        nn.init.uniform_(self.decoder.bias, -bound, bound)
+        if softmax == "adaptive":
+            self.decoder = adaptive_softmax(width, vocab_size, adaptive_cutoffs, div_value)
+        else:
+            self.decoder = nn.Linear(width, vocab_size)
+            bound = 1.0 / math.sqrt(width)
+            nn.init.uniform_(self.decoder.bias, -bound, bound)
         if tie_weights:
             if width != embedding_dim:
                 raise ValueError(f"tie_weights needs the encoder's output size per direction ({width}) to equal "
@@ -105,16 +119,22 @@ class LanguageModelNet(nn.Module):
             encoded = self.encoder(x, tokens.mask, state=state)
         dropped = locked_dropout(encoded.hidden, self.output_dropout, self.training)
         halves = dropped.chunk(self.directions, dim=-1)
-        forward = self.decoder(halves[0])
-        backward = self.decoder(halves[1]) if self.bidirectional else None
-        return LMOutput(forward, backward, encoded, dropped)
+        return LMOutput(halves[0], halves[1] if self.bidirectional else None, encoded, dropped)
+
+    def nll(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """``[B, T]`` negative log-likelihood (nats) of each position's target (0 where it is ``IGNORE``) given one
+        direction's states (:attr:`LMOutput.forward` or ``backward``)."""
+        return position_nll(self.decoder, states, targets)
+
+    def log_probs(self, states: torch.Tensor) -> torch.Tensor:
+        """``[B, T, vocab_size]`` log-probabilities of every word given one direction's states."""
+        return log_probs(self.decoder, states)
 
 
-def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed negative log-likelihood (nats) over the positions with a target, and their number."""
-    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE,
-                          reduction="sum")
-    return nll, (targets != IGNORE).sum()
+def token_nll(nll: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The summed ``[B, T]`` negative log-likelihood (nats, 0 where the target is ``IGNORE``) and the number of
+    positions with a target."""
+    return nll.sum(), (targets != IGNORE).sum()
 
 
 def activation_penalties(encoded: EncoderOutput, dropped: torch.Tensor,

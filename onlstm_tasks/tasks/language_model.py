@@ -8,7 +8,6 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
-from torch.nn import functional as F
 
 from onlstm_tasks.data.batching import IGNORE
 from onlstm_tasks.data.vocab import DEFAULT_CHAR_VOCAB, EOS
@@ -28,6 +27,7 @@ from onlstm_tasks.modules.language_model import (
     activation_penalties,
     token_nll,
 )
+from onlstm_tasks.modules.lm_softmax import check_softmax
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
@@ -50,6 +50,10 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         bidirectional: a forward and a backward language model trained together (sentence mode only).
         tie_weights, embedding_dropout, input_dropout, output_dropout: see
             :class:`~onlstm_tasks.modules.language_model.LanguageModelNet`.
+        softmax, adaptive_cutoffs, div_value: ``full`` (default) or ``adaptive``
+            (``torch.nn.AdaptiveLogSoftmaxWithLoss``, much cheaper for vocabularies of tens of thousands of words;
+            needs ``tie_weights: false``), see :mod:`onlstm_tasks.modules.lm_softmax`. Perplexity, ``predict``
+            records and probing are the same with either.
         activation_regularization (AR, alpha) and temporal_activation_regularization (TAR, beta): weights of
             the penalties of :func:`~onlstm_tasks.modules.language_model.activation_penalties` (0 disables).
         optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3); a scheduler watches
@@ -87,6 +91,9 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         lr_scheduler: LRSchedulerCallable | None = None,
         tree_layer: int = -1,
         tree_directions: str = "mean",
+        softmax: str = "full",
+        adaptive_cutoffs: list[int] | None = None,
+        div_value: float = 4.0,
     ) -> None:
         super().__init__()
         if EOS not in word_vocab:
@@ -100,13 +107,21 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
             self.hparams.char_vocab = list(DEFAULT_CHAR_VOCAB)  # probing builds token batches with it
         encoder = encoder or default_encoder(**LANGUAGE_MODEL)
         self.net = LanguageModelNet(len(word_vocab), embedding_dim, encoder, bidirectional,
-                                    tie_weights, embedding_dropout, input_dropout, output_dropout)
+                                    tie_weights, embedding_dropout, input_dropout, output_dropout,
+                                    softmax, adaptive_cutoffs, div_value)
         self.alpha, self.beta = activation_regularization, temporal_activation_regularization
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.scores = nn.ModuleDict({f"{stage}_{d}": Perplexity() for stage in ("val", "test") for d in DIRECTIONS})
         # stream mode: the final state of the previous window of each loader (truncated BPTT). Kept on the
         # LightningModule between steps, never on a network module; reset at every loader's first window.
         self._carried: dict[str, object] = {}
+
+    @staticmethod
+    def check_init_args(init_args: dict) -> None:
+        """The softmax options a config gives, checked before any data is read (the CLI calls this); raises
+        ``ValueError`` naming the key."""
+        check_softmax(init_args.get("softmax", "full"), init_args.get("adaptive_cutoffs"),
+                      init_args.get("div_value", 4.0), init_args.get("tie_weights", True))
 
     # ---- probing (EncodesWords) ---------------------------------------------------------------------------
     def word_embedder(self) -> TokenEmbedder:
@@ -132,11 +147,11 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         return out
 
     def _nll(self, out: LMOutput, batch) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        sums = {"forward": token_nll(out.forward, batch.forward_targets)}
+        sums = {"forward": token_nll(self.net.nll(out.forward, batch.forward_targets), batch.forward_targets)}
         if out.backward is not None:
             if batch.backward_targets is None:
                 raise ValueError("the batch has no backward targets: a bidirectional model needs data mode: sentence")
-            sums["backward"] = token_nll(out.backward, batch.backward_targets)
+            sums["backward"] = token_nll(self.net.nll(out.backward, batch.backward_targets), batch.backward_targets)
         sums["both"] = (sum(s for s, _ in sums.values()), sum(n for _, n in sums.values()))
         return sums
 
@@ -184,10 +199,9 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         mask = batch.tokens.mask
         targets = {"forward": batch.forward_targets, "backward": batch.backward_targets}
         scores = {}
-        for direction, logits in (("forward", out.forward), ("backward", out.backward)):
-            if logits is not None:
-                nll = F.cross_entropy(logits.transpose(1, 2), targets[direction], ignore_index=IGNORE,
-                                      reduction="none").sum(1)
+        for direction, states in (("forward", out.forward), ("backward", out.backward)):
+            if states is not None:
+                nll = self.net.nll(states, targets[direction]).sum(1)
                 scores[direction] = (nll.tolist(), (targets[direction] != IGNORE).sum(1).tolist())
         lead, trail = (len(part) for part in self.sentence_frame)
         words = [row[lead:len(row) - trail] for row in batch.tokens.words]
