@@ -13,6 +13,13 @@ against gold constituency trees, and a picture of one sentence's master gates an
     non-punctuation tokens. Baselines are built over the non-punctuation tokens. One line per result on stdout;
     what was read and skipped goes to stderr.
 
+``onlstm-trees eval --format conllx --gold FILE (--checkpoint CKPT | --baseline left-chain|right-chain)``
+    Dependency heads against the gold heads of a CoNLL-X/U file (HEAD in column 7; multiword-token and empty-node
+    lines skipped): the unlabelled attachment score (UAS, :mod:`onlstm_tasks.trees.metrics`), punctuation (UPOS
+    ``PUNCT``, column 4) not scored. A checkpoint's heads are read off its greedy trees over the whole sentence
+    (:func:`~onlstm_tasks.trees.induce.distances_to_heads`), one line per layer and direction combination; the chain
+    baselines attach every word to its left (right) neighbour.
+
 ``onlstm-trees plot --checkpoint CKPT --sentence TEXT --out FILE.png``
     Heatmaps of the master forget gate f~ and master input gate i~ over levels and tokens for one layer and
     direction, with the tree induced from that layer and direction's distances drawn under the words (the
@@ -29,8 +36,18 @@ from pathlib import Path
 
 from onlstm_tasks.encoders.base import backward_as_boundaries, combine_directions
 from onlstm_tasks.errors import DataFormatError
-from onlstm_tasks.trees.induce import distances_to_tree, tree_to_spans
-from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans, prediction_spans, scored_spans
+from onlstm_tasks.trees.induce import distances_to_heads, distances_to_tree, tree_to_spans
+from onlstm_tasks.trees.metrics import (
+    CHAIN_BASELINES,
+    DEPENDENCY_PUNCTUATION,
+    UASAccumulator,
+    UF1Accumulator,
+    baseline_uf1,
+    chain_heads,
+    gold_spans,
+    prediction_spans,
+    scored_spans,
+)
 from onlstm_tasks.trees.ptb import Tree, parse_tree, read_trees
 from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
 
@@ -78,6 +95,39 @@ def read_ontonotes_gold(path: str, split: str = "test", name: str | None = None,
     return trees, skipped
 
 
+def read_conll_dependencies(path: str | Path) -> list[tuple[list[str], list[str], list[int]]]:
+    """``(words, UPOS tags, 1-based heads)`` per sentence of a CoNLL-X/U file (10 or more tab-separated columns:
+    ID FORM LEMMA UPOS XPOS FEATS HEAD ...; comment, multiword-token and empty-node lines skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no CoNLL-X/U gold file at {path}")
+    sentences, rows = [], []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate([*lines, ""], start=1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if rows:
+                sentences.append(([r[1] for r in rows], [r[3] for r in rows], [int(r[6]) for r in rows]))
+                rows = []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) < 7:
+            raise DataFormatError(str(path), number, f"expected at least 7 tab-separated columns (ID FORM LEMMA UPOS "
+                                  f"XPOS FEATS HEAD ...), found {len(cols)}")
+        if "-" in cols[0] or "." in cols[0]:
+            continue
+        if not cols[6].isdigit() or cols[0] != str(len(rows) + 1):
+            raise DataFormatError(str(path), number, f"expected token ID {len(rows) + 1} and an integer HEAD, "
+                                  f"found {cols[0]!r} and {cols[6]!r}")
+        rows.append(cols)
+    for words, _, heads in sentences:
+        if any(h > len(words) for h in heads):
+            raise DataFormatError(str(path), None, f"a HEAD beyond its sentence's {len(words)} words in {words[:6]}")
+    return sentences
+
+
 # ------------------------------------------------------------------------------------------------------- scoring
 
 
@@ -103,6 +153,28 @@ def score_distances(
     return {key: acc.result() for key, acc in accumulators.items()}
 
 
+def score_heads(
+    sentences: Sequence[tuple[list[str], list[str], list[int]]], distances: Sequence, layers: int,
+    combinations: Sequence[str],
+) -> dict[tuple[int, str], dict]:
+    """UAS per (0-based layer, direction combination) of the heads of the greedy trees of ``distances`` (per
+    sentence ``[layers, directions, n]`` over all its words) against ``sentences``' gold heads, punctuation not
+    scored."""
+    accumulators = {(layer, how): UASAccumulator() for layer in range(layers) for how in combinations}
+    for (_, tags, gold), d in zip(sentences, distances, strict=True):
+        keep = [tag not in DEPENDENCY_PUNCTUATION for tag in tags]
+        for how in combinations:
+            per_layer = combine_directions(d, how, dim=1)  # [layers, n]
+            for layer in range(layers):
+                accumulators[(layer, how)].add(distances_to_heads(per_layer[layer].tolist()), gold, keep)
+    return {key: acc.result() for key, acc in accumulators.items()}
+
+
+def format_uas_line(label: str, result: dict, width: int = 0) -> str:
+    return (f"{label:<{width}}  sentence UAS {result['sentence_uas']:5.2f}  corpus UAS {result['corpus_uas']:5.2f}  "
+            f"({result['sentences']} sentences, {result['tokens']} scored tokens)")
+
+
 def format_line(label: str, result: dict, width: int = 0) -> str:
     return (f"{label:<{width}}  sentence UF1 {result['sentence_f1']:5.2f}  corpus UF1 {result['corpus_f1']:5.2f}  "
             f"({result['sentences']} sentences)")
@@ -118,11 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="UF1 of a checkpoint's induced trees (or of a baseline) against gold trees")
     ev.add_argument("--gold", required=True, help="PTB file or directory (--format ptb); dataset hub name or local "
-                    "folder (--format ontonotes)")
-    ev.add_argument("--format", choices=("ptb", "ontonotes"), default="ptb")
+                    "folder (--format ontonotes); CoNLL-X/U file (--format conllx: UAS of dependency heads)")
+    ev.add_argument("--format", choices=("ptb", "ontonotes", "conllx"), default="ptb")
     what = ev.add_mutually_exclusive_group(required=True)
     what.add_argument("--checkpoint", help="Lightning checkpoint of an ON-LSTM task model")
-    what.add_argument("--baseline", choices=tuple(BASELINES))
+    what.add_argument("--baseline", choices=(*BASELINES, *CHAIN_BASELINES),
+                      help="branching baselines for constituency gold trees, chain baselines for --format conllx")
     ev.add_argument("--split", help="dataset split (--format ontonotes; default test)")
     ev.add_argument("--data-dir", help="datasets.load_dataset data_dir, e.g. english_v12 (--format ontonotes)")
     ev.add_argument("--name", help="datasets.load_dataset config name (--format ontonotes)")
@@ -170,6 +243,10 @@ def _combinations(spec: str | None, directions: int) -> list[str]:
 
 
 def run_eval(args: argparse.Namespace) -> None:
+    if args.format == "conllx":
+        return run_eval_dependencies(args)
+    if args.baseline in CHAIN_BASELINES:
+        raise ValueError(f"--baseline {args.baseline} scores dependency heads: use it with --format conllx")
     if args.format == "ptb":
         extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir),
                                           ("--name", args.name), ("--revision", args.revision)) if value]
@@ -217,6 +294,45 @@ def run_eval(args: argparse.Namespace) -> None:
     for key, result in results.items():
         print(format_line(labels[key], result, width))
     _note_empty_gold(next(iter(results.values())))
+
+
+def run_eval_dependencies(args: argparse.Namespace) -> None:
+    """``eval --format conllx``: UAS of a checkpoint's induced heads (or of a chain baseline) on a CoNLL-X/U file."""
+    extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir), ("--name", args.name),
+                                      ("--revision", args.revision), ("--drop-punctuation", args.drop_punctuation))
+             if value]
+    if extra:
+        raise ValueError(f"{', '.join(extra)} do not apply to --format conllx")
+    sentences = read_conll_dependencies(args.gold)
+    print(f"read {len(sentences)} sentences from {args.gold}", file=sys.stderr)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be positive, got {args.limit}")
+        sentences = sentences[: args.limit]
+    if not sentences:
+        raise ValueError(f"no gold sentences to score in {args.gold}")
+    if args.baseline:
+        if args.baseline not in CHAIN_BASELINES:
+            raise ValueError(f"--format conllx scores dependency heads: --baseline is one of {CHAIN_BASELINES}")
+        if args.combine:
+            raise ValueError("--combine applies to --checkpoint only")
+        acc = UASAccumulator()
+        for words, tags, gold in sentences:
+            acc.add(chain_heads(args.baseline, len(words)), gold,
+                    [tag not in DEPENDENCY_PUNCTUATION for tag in tags])
+        print(format_uas_line(args.baseline, acc.result()))
+        return
+    from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
+
+    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
+    layers, directions = probe.shape()
+    combinations = _combinations(args.combine, directions)
+    distances = probe.distances([words for words, _, _ in sentences], args.batch_size, args.gate)
+    results = score_heads(sentences, distances, layers, combinations)
+    labels = {key: f"layer {key[0] + 1} ({key[1]})" for key in results}
+    width = max(map(len, labels.values()))
+    for key, result in results.items():
+        print(format_uas_line(labels[key], result, width))
 
 
 def _note_empty_gold(result: dict) -> None:
