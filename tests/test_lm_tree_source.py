@@ -19,6 +19,7 @@ import yaml
 
 from cli_helpers import tiny_absa_config, tiny_ner_config
 from lm_helpers import text_data, tiny_lm_config, toy_sentence, write_toy_corpus
+from onlstm_tasks import load
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.features import words_to_batch
 from onlstm_tasks.encoders import ONLSTM, ChildSumTreeLSTM, DependencyGuidedEncoder
@@ -219,6 +220,12 @@ def test_a_ner_checkpoint_tests_and_predicts_with_the_lm_file_deleted(tmp_path, 
     assert [row["tokens"] for row in rows] == sentences
     assert [[i if h == 0 else h - 1 for i, h in enumerate(row["heads"])] for row in rows] == expected
     assert all(row["tree"].startswith("(") for row in rows)
+    # the Python API and a save_pretrained folder need no language-model file either
+    tagger = load(best)
+    assert [[i if h == 0 else h - 1 for i, h in enumerate(r["heads"])] for r in tagger(sentences, pretokenized=True)] == expected
+    tagger.model.save_pretrained(tmp_path / "exported")
+    again = load(tmp_path / "exported")
+    assert [r["heads"] for r in again(sentences, pretokenized=True)] == [row["heads"] for row in rows]
 
 
 def test_an_absa_checkpoint_predicts_the_lm_trees_with_the_lm_file_deleted(tmp_path, lm_path):
