@@ -6,6 +6,8 @@
 ``--configs`` compares other configs (default: the ON-LSTM-CRF and LSTM-CRF ones); speeds are then given relative
 to the first, e.g. a recipe before and after a change:
 ``--configs before=configs/ner/ontonotes_onlstm_crf.yaml after=configs/ner/ontonotes_onlstm_crf_vectors.yaml``.
+Configs of other data (e.g. the UNER ones, with ``--data ../shared/data/uner_en_ewt``) work too: the loader timing
+uses the first config's data module.
 
 Each config trains in its own process (so peak memory is its own) with validation off; per epoch it reports
 training tokens/second and the process's peak RSS (flat across epochs means no leak). It also times one pass of
@@ -81,10 +83,16 @@ def phases(totals: dict[str, float]) -> dict[str, float]:
             "rest": epochs - wait - forward - backward}
 
 
-def loader_seconds(data: str) -> tuple[float, int]:
-    from onlstm_tasks.data.ner import NERDataModule
+def loader_seconds(data: str, config: str) -> tuple[float, int]:
+    """One pass of the training loader of ``config``'s data module (its settings, with ``data`` as the path)."""
+    import importlib
 
-    dm = NERDataModule(path=data, revision=None, format="ontonotes", batch_size=32)
+    import yaml
+
+    spec = yaml.safe_load((REPO / config).read_text())["data"]
+    module, _, name = spec["class_path"].rpartition(".")
+    dm = getattr(importlib.import_module(module), name)(**{**spec.get("init_args", {}), "path": data,
+                                                          "revision": None})
     dm.setup("fit")
     start, tokens = time.perf_counter(), 0
     for batch in dm.train_dataloader():
@@ -105,7 +113,7 @@ def main() -> None:
             ap.error("--configs takes NAME=CONFIG pairs")
         configs = dict(item.split("=", 1) for item in args.configs)
     print(f"machine: {machine()}")
-    seconds, tokens = loader_seconds(args.data)
+    seconds, tokens = loader_seconds(args.data, next(iter(configs.values())))
     print(f"data loader alone: one training epoch ({tokens} tokens) in {seconds:.2f} s = {tokens / seconds:,.0f} "
           "tokens/s")
     results = {}

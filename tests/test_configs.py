@@ -57,22 +57,36 @@ def _without_tree_source(config: dict, *path: str) -> tuple[str, dict]:
     block = config["model"]["init_args"]
     for key in path:
         block = block[key]["init_args"]
+    if isinstance(block["tree_source"], dict) and block["tree_source"].get("kind") == "lm":  # the LM's fields too
+        return block.pop("tree_source")["kind"], config
     if isinstance(block["tree_source"], dict):  # the whole TreeSource: only its kind may differ
         return block["tree_source"].pop("kind"), config
     return block.pop("tree_source"), config
 
 
+def _without_whole_tree_source(config: dict, *path: str) -> dict:
+    block = config["model"]["init_args"]
+    for key in path:
+        block = block[key]["init_args"]
+    block.pop("tree_source")
+    return config
+
+
 def test_dependency_guided_ner_configs_differ_only_in_the_tree_source():
-    configs = {s: _load(f"ner/uner_onlstm_crf_dg_{s}.yaml") for s in ("none", "induced", "gold")}
+    configs = {s: _load(f"ner/uner_onlstm_crf_dg_{s}.yaml") for s in ("none", "induced", "gold", "lm")}
     stripped = {s: _without_tree_source(c, "encoder") for s, c in configs.items()}
-    assert {s: source for s, (source, _) in stripped.items()} == {"none": "none", "induced": "induced", "gold": "gold"}
+    assert {s: source for s, (source, _) in stripped.items()} == {s: s for s in configs}
     assert stripped["none"][1] == stripped["induced"][1] == stripped["gold"][1]
+    # lm: the tree source replaced whole (its checkpoint, layer and directions); the rest the same
+    assert stripped["lm"][1] == _without_whole_tree_source(_load("ner/uner_onlstm_crf_dg_induced.yaml"), "encoder")
 
 
 def test_tree_aware_absa_configs_differ_only_in_the_tree_source_and_gold_parses():
-    configs = {s: _load(f"absa/semeval14_laptops_onlstm_tree_{s}.yaml") for s in ("none", "induced", "gold")}
+    configs = {s: _load(f"absa/semeval14_laptops_onlstm_tree_{s}.yaml") for s in ("none", "induced", "gold", "lm")}
     stripped = {s: _without_tree_source(c, "head") for s, c in configs.items()}
-    assert {s: source for s, (source, _) in stripped.items()} == {"none": "none", "induced": "induced", "gold": "gold"}
+    assert {s: source for s, (source, _) in stripped.items()} == {s: s for s in configs}
+    assert stripped["lm"][1] == _without_whole_tree_source(_load("absa/semeval14_laptops_onlstm_tree_induced.yaml"),
+                                                           "head")
     assert stripped["gold"][1]["data"]["init_args"].pop("parses")
     assert "parses" not in stripped["none"][1]["data"]["init_args"]
     assert stripped["none"][1] == stripped["induced"][1] == stripped["gold"][1]

@@ -18,11 +18,16 @@ fails. What is changed in a copy of each config, and nothing else:
 
 ``ontonotes_onlstm_crf_lm_init.yaml`` reads the checkpoint that ``lm/ontonotes_onlstm_bi.yaml`` writes (its
 ``pretrained_lm`` path, relative to the working folder): that config runs first, in the same folder.
+
+The ``tree_source: lm`` configs read the checkpoint of the language model pretrained on ``unlabelled_en``
+(``lm_checkpoint: runs/lm_unlabelled_en_onlstm/...``). Unless it is there, a stand-in is written at that path: the
+best checkpoint of ``lm/ontonotes_onlstm.yaml`` (the same 3-layer unidirectional ON-LSTM shape), fitted one step.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,6 +43,7 @@ CONFIGS = sorted(CONFIG_DIR.rglob("*.yaml"))
 SIZE_KEYS = {"hidden_size", "word_dim", "char_dim", "char_features", "embedding_dim", "attention_size"}
 LM_FOR_INIT = "lm/ontonotes_onlstm_bi.yaml"
 UNLABELLED_EN = "../shared/data/unlabelled_en/"  # the kit's unlabelled text, as the configs name it
+LM_FOR_TREES = "lm/ontonotes_onlstm.yaml"  # the stand-in for the pretrained language model of tree_source: lm
 
 
 def tiny(size: int) -> int:
@@ -169,6 +175,25 @@ def fit_one_step(config: Path, work: Path):
     return cli
 
 
+def lm_checkpoints(node: object) -> list[str]:
+    """Every ``lm_checkpoint`` (of a ``tree_source: lm``) in a config's model block."""
+    if isinstance(node, dict):
+        found = [node["lm_checkpoint"]] if isinstance(node.get("lm_checkpoint"), str) else []
+        return found + [p for value in node.values() for p in lm_checkpoints(value)]
+    if isinstance(node, list):
+        return [p for value in node for p in lm_checkpoints(value)]
+    return []
+
+
+def stand_in_lm(path: str, work: Path) -> None:
+    """The best checkpoint of :data:`LM_FOR_TREES` fitted one step (in ``work``), copied to ``path``."""
+    fit_one_step(CONFIG_DIR / LM_FOR_TREES, work)
+    written = sorted(Path("runs/lm_ontonotes").rglob("best.ckpt"), key=lambda p: p.stat().st_mtime)
+    assert written, "lm/ontonotes_onlstm.yaml wrote no best.ckpt"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(written[-1], path)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("every_config")
@@ -185,6 +210,10 @@ def test_config_builds_and_takes_a_training_and_a_validation_step(config, workdi
         if not Path(model["pretrained_lm"]).is_file():
             fit_one_step(CONFIG_DIR / LM_FOR_INIT, workdir)
         assert Path(model["pretrained_lm"]).is_file()
+    for path in lm_checkpoints(model):
+        assert path.startswith("runs/lm_unlabelled_en"), "which config writes this checkpoint?"
+        if not Path(path).is_file():
+            stand_in_lm(path, workdir)
     cli = fit_one_step(config, workdir)
     assert cli.trainer.global_step == 1
     assert any(key.startswith("val_") for key in cli.trainer.callback_metrics), cli.trainer.callback_metrics

@@ -177,3 +177,15 @@ def test_ontonotes_right_branching_baseline(capsys) -> None:
     row = parse(lines[0])
     assert row["n"] == 500 and "0 sentences without a parse tree skipped" in err
     assert row["sentence"] == pytest.approx(39.52, abs=0.01) and row["corpus"] == pytest.approx(32.70, abs=0.01)
+
+
+def test_eval_conllx_checkpoint_prints_uas_per_layer_and_combination(capsys, checkpoint, tmp_path) -> None:
+    from test_trees_uas import CONLLX
+
+    gold = tmp_path / "gold.conllx"
+    gold.write_text(CONLLX)
+    code, lines, err = run(capsys, "eval", "--format", "conllx", "--gold", gold, "--checkpoint", checkpoint)
+    assert code == 0, err
+    labels = [line.split("  ")[0].strip() for line in lines]
+    assert labels == [f"layer {layer} ({how})" for layer in (1, 2) for how in ("mean", "forward", "backward")]
+    assert all("corpus UAS" in line and "(2 sentences, 5 scored tokens)" in line for line in lines)

@@ -13,6 +13,13 @@ against gold constituency trees, and a picture of one sentence's master gates an
     non-punctuation tokens. Baselines are built over the non-punctuation tokens. One line per result on stdout;
     what was read and skipped goes to stderr.
 
+``onlstm-trees eval --format conllx --gold FILE (--checkpoint CKPT | --baseline left-chain|right-chain)``
+    Dependency heads against the gold heads of a CoNLL-X/U file (HEAD in column 7; multiword-token and empty-node
+    lines skipped): the unlabelled attachment score (UAS, :mod:`onlstm_tasks.trees.metrics`), punctuation (UPOS
+    ``PUNCT``, column 4) not scored. A checkpoint's heads are read off its greedy trees over the whole sentence
+    (:func:`~onlstm_tasks.trees.induce.distances_to_heads`), one line per layer and direction combination; the chain
+    baselines attach every word to its left (right) neighbour.
+
 ``onlstm-trees plot --checkpoint CKPT --sentence TEXT --out FILE.png``
     Heatmaps of the master forget gate f~ and master input gate i~ over levels and tokens for one layer and
     direction, with the tree induced from that layer and direction's distances drawn under the words (the
@@ -27,14 +34,24 @@ import sys
 from pathlib import Path
 
 from onlstm_tasks.encoders.base import backward_as_boundaries
-from onlstm_tasks.probing.scoring import (  # noqa: F401  (read_ptb_gold, score_distances: public here too)
+from onlstm_tasks.probing.scoring import (  # noqa: F401  (the readers and scorers stay importable from here)
     format_line,
+    format_uas_line,
+    read_conll_dependencies,
     read_ontonotes_gold,
     read_ptb_gold,
     score_distances,
+    score_heads,
 )
 from onlstm_tasks.trees.induce import distances_to_tree
-from onlstm_tasks.trees.metrics import baseline_uf1, gold_spans
+from onlstm_tasks.trees.metrics import (
+    CHAIN_BASELINES,
+    DEPENDENCY_PUNCTUATION,
+    UASAccumulator,
+    baseline_uf1,
+    chain_heads,
+    gold_spans,
+)
 from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
 
 BASELINES = {"left-branching": "left", "right-branching": "right", "random": "random"}
@@ -51,11 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="UF1 of a checkpoint's induced trees (or of a baseline) against gold trees")
     ev.add_argument("--gold", required=True, help="PTB file or directory (--format ptb); dataset hub name or local "
-                    "folder (--format ontonotes)")
-    ev.add_argument("--format", choices=("ptb", "ontonotes"), default="ptb")
+                    "folder (--format ontonotes); CoNLL-X/U file (--format conllx: UAS of dependency heads)")
+    ev.add_argument("--format", choices=("ptb", "ontonotes", "conllx"), default="ptb")
     what = ev.add_mutually_exclusive_group(required=True)
     what.add_argument("--checkpoint", help="Lightning checkpoint of an ON-LSTM task model")
-    what.add_argument("--baseline", choices=tuple(BASELINES))
+    what.add_argument("--baseline", choices=(*BASELINES, *CHAIN_BASELINES),
+                      help="branching baselines for constituency gold trees, chain baselines for --format conllx")
     ev.add_argument("--split", help="dataset split (--format ontonotes; default test)")
     ev.add_argument("--data-dir", help="datasets.load_dataset data_dir, e.g. english_v12 (--format ontonotes)")
     ev.add_argument("--name", help="datasets.load_dataset config name (--format ontonotes)")
@@ -103,6 +121,10 @@ def _combinations(spec: str | None, directions: int) -> list[str]:
 
 
 def run_eval(args: argparse.Namespace) -> None:
+    if args.format == "conllx":
+        return run_eval_dependencies(args)
+    if args.baseline in CHAIN_BASELINES:
+        raise ValueError(f"--baseline {args.baseline} scores dependency heads: use it with --format conllx")
     if args.format == "ptb":
         extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir),
                                           ("--name", args.name), ("--revision", args.revision)) if value]
@@ -150,6 +172,45 @@ def run_eval(args: argparse.Namespace) -> None:
     for key, result in results.items():
         print(format_line(labels[key], result, width))
     _note_empty_gold(next(iter(results.values())))
+
+
+def run_eval_dependencies(args: argparse.Namespace) -> None:
+    """``eval --format conllx``: UAS of a checkpoint's induced heads (or of a chain baseline) on a CoNLL-X/U file."""
+    extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir), ("--name", args.name),
+                                      ("--revision", args.revision), ("--drop-punctuation", args.drop_punctuation))
+             if value]
+    if extra:
+        raise ValueError(f"{', '.join(extra)} do not apply to --format conllx")
+    sentences = read_conll_dependencies(args.gold)
+    print(f"read {len(sentences)} sentences from {args.gold}", file=sys.stderr)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be positive, got {args.limit}")
+        sentences = sentences[: args.limit]
+    if not sentences:
+        raise ValueError(f"no gold sentences to score in {args.gold}")
+    if args.baseline:
+        if args.baseline not in CHAIN_BASELINES:
+            raise ValueError(f"--format conllx scores dependency heads: --baseline is one of {CHAIN_BASELINES}")
+        if args.combine:
+            raise ValueError("--combine applies to --checkpoint only")
+        acc = UASAccumulator()
+        for words, tags, gold in sentences:
+            acc.add(chain_heads(args.baseline, len(words)), gold,
+                    [tag not in DEPENDENCY_PUNCTUATION for tag in tags])
+        print(format_uas_line(args.baseline, acc.result()))
+        return
+    from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
+
+    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
+    layers, directions = probe.shape()
+    combinations = _combinations(args.combine, directions)
+    distances = probe.distances([words for words, _, _ in sentences], args.batch_size, args.gate)
+    results = score_heads(sentences, distances, layers, combinations)
+    labels = {key: f"layer {key[0] + 1} ({key[1]})" for key in results}
+    width = max(map(len, labels.values()))
+    for key, result in results.items():
+        print(format_uas_line(labels[key], result, width))
 
 
 def _note_empty_gold(result: dict) -> None:

@@ -1,5 +1,6 @@
-"""Gold constituency trees to score induced trees against, and the scoring of a model's distances per layer and
-direction combination: shared by ``onlstm-trees eval`` (:mod:`onlstm_tasks.probing.cli`) and the validation-time
+"""Gold trees to score induced trees against (PTB files, OntoNotes-schema datasets, CoNLL-X/U dependency heads), and
+the scoring of a model's distances per layer and direction combination (UF1 of trees, UAS of heads): shared by
+``onlstm-trees eval`` (:mod:`onlstm_tasks.probing.cli`) and the validation-time
 :class:`~onlstm_tasks.probing.tree_monitor.TreeF1Monitor`."""
 
 from __future__ import annotations
@@ -9,9 +10,18 @@ from pathlib import Path
 
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.errors import DataFormatError
-from onlstm_tasks.trees.induce import distances_to_tree, tree_to_spans
-from onlstm_tasks.trees.metrics import UF1Accumulator, gold_spans, prediction_spans, scored_spans
+from onlstm_tasks.trees.induce import distances_to_heads, distances_to_tree, tree_to_spans
+from onlstm_tasks.trees.metrics import (
+    DEPENDENCY_PUNCTUATION,
+    UASAccumulator,
+    UF1Accumulator,
+    gold_spans,
+    prediction_spans,
+    scored_spans,
+)
 from onlstm_tasks.trees.ptb import Tree, parse_tree, read_trees
+
+# ---------------------------------------------------------------------------------------------------- gold trees
 
 
 def read_ptb_gold(path: str | Path, glob: str = "**/*") -> list[Tree]:
@@ -51,6 +61,38 @@ def read_ontonotes_gold(path: str, split: str = "test", name: str | None = None,
     return trees, skipped
 
 
+def read_conll_dependencies(path: str | Path) -> list[tuple[list[str], list[str], list[int]]]:
+    """``(words, UPOS tags, 1-based heads)`` per sentence of a CoNLL-X/U file (10 or more tab-separated columns:
+    ID FORM LEMMA UPOS XPOS FEATS HEAD ...; comment, multiword-token and empty-node lines skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no CoNLL-X/U gold file at {path}")
+    sentences, rows = [], []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate([*lines, ""], start=1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if rows:
+                sentences.append(([r[1] for r in rows], [r[3] for r in rows], [int(r[6]) for r in rows]))
+                rows = []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) < 7:
+            raise DataFormatError(str(path), number, f"expected at least 7 tab-separated columns (ID FORM LEMMA UPOS "
+                                  f"XPOS FEATS HEAD ...), found {len(cols)}")
+        if "-" in cols[0] or "." in cols[0]:
+            continue
+        if not cols[6].isdigit() or cols[0] != str(len(rows) + 1):
+            raise DataFormatError(str(path), number, f"expected token ID {len(rows) + 1} and an integer HEAD, "
+                                  f"found {cols[0]!r} and {cols[6]!r}")
+        rows.append(cols)
+    for words, _, heads in sentences:
+        if any(h > len(words) for h in heads):
+            raise DataFormatError(str(path), None, f"a HEAD beyond its sentence's {len(words)} words in {words[:6]}")
+    return sentences
+
 
 def score_distances(
     trees: Sequence[Tree], distances: Sequence, layers: int, combinations: Sequence[str], kept_input: bool = False
@@ -74,8 +116,28 @@ def score_distances(
     return {key: acc.result() for key, acc in accumulators.items()}
 
 
+def score_heads(
+    sentences: Sequence[tuple[list[str], list[str], list[int]]], distances: Sequence, layers: int,
+    combinations: Sequence[str],
+) -> dict[tuple[int, str], dict]:
+    """UAS per (0-based layer, direction combination) of the heads of the greedy trees of ``distances`` (per
+    sentence ``[layers, directions, n]`` over all its words) against ``sentences``' gold heads, punctuation not
+    scored."""
+    accumulators = {(layer, how): UASAccumulator() for layer in range(layers) for how in combinations}
+    for (_, tags, gold), d in zip(sentences, distances, strict=True):
+        keep = [tag not in DEPENDENCY_PUNCTUATION for tag in tags]
+        for how in combinations:
+            per_layer = combine_directions(d, how, dim=1)  # [layers, n]
+            for layer in range(layers):
+                accumulators[(layer, how)].add(distances_to_heads(per_layer[layer].tolist()), gold, keep)
+    return {key: acc.result() for key, acc in accumulators.items()}
+
+
+def format_uas_line(label: str, result: dict, width: int = 0) -> str:
+    return (f"{label:<{width}}  sentence UAS {result['sentence_uas']:5.2f}  corpus UAS {result['corpus_uas']:5.2f}  "
+            f"({result['sentences']} sentences, {result['tokens']} scored tokens)")
+
+
 def format_line(label: str, result: dict, width: int = 0) -> str:
     return (f"{label:<{width}}  sentence UF1 {result['sentence_f1']:5.2f}  corpus UF1 {result['corpus_f1']:5.2f}  "
             f"({result['sentences']} sentences)")
-
-

@@ -20,6 +20,7 @@ from onlstm_tasks.encoders.base import SequenceEncoder, encode
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
+from onlstm_tasks.tasks.lm_trees import attach_lm_trees
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
@@ -46,6 +47,10 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
             start the word embedding and whose encoder starts the head's encoder(s): the whole-sentence encoder,
             or TD/TC's left (forward) and right (backward) context encoders, each from the matching stack of a
             bidirectional language model. Read at the start of ``fit`` only.
+        lm_trees: set by the model itself, never by hand: for a head with ``tree_source: {kind: lm, lm_checkpoint:
+            ...}``, what rebuilds that frozen language model without its file (a JSON string, saved in checkpoints;
+            :mod:`onlstm_tasks.tasks.lm_trees`). Its heads are computed for every batch and passed to the head where
+            gold heads travel; ``predict`` writes its trees.
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and the head's whole-sentence encoder
     (``head.encoder`` reading the embedded words alone, as in :class:`AspectPoolingHead`) over raw token lists.
@@ -62,6 +67,7 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
         pretrained_lm: str | None = None,
+        lm_trees: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -70,6 +76,9 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         self.head = (head or AspectPoolingHead)(self.embedder.output_size)
         self.dropout = nn.Dropout(dropout)
         self.classify = nn.Linear(self.head.output_size, len(labels))
+        self.tree_lm = attach_lm_trees(self.head, lm_trees)  # tree_source lm: the frozen language model
+        if self.tree_lm is not None:
+            self.hparams["lm_trees"] = self.tree_lm.config_json()  # the checkpoint rebuilds it without the file
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         n = len(labels)
         self.metrics = nn.ModuleDict({
@@ -110,8 +119,8 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
     def forward(self, batch) -> torch.Tensor:
         """Class logits [B, C]."""
         x = self.embedder(batch.tokens)
-        if isinstance(self.head, TreeAspectHead):  # tree-aware heads also get the batch's gold heads
-            features = self.head(x, batch.tokens.mask, batch.aspect_mask, heads=getattr(batch, "heads", None))
+        if isinstance(self.head, TreeAspectHead):  # tree-aware heads also get the batch's gold (or the LM's) heads
+            features = self.head(x, batch.tokens.mask, batch.aspect_mask, heads=self.tree_heads(batch))
         else:
             features = self.head(x, batch.tokens.mask, batch.aspect_mask)
         return self.classify(self.dropout(features))
@@ -169,18 +178,28 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         """Tree fields per row (:func:`induced_tree_fields`), read as the head's own ``tree_source`` would read
         them (its ``distance_layer`` and ``direction_combination``); empty dicts for heads without an encoder over
         the sentence alone (TD/TC, attention) or encoders without distances."""
+        if self.tree_lm is not None:  # tree_source lm: the language model's trees, those the head read
+            return self.tree_lm.tree_fields(batch.tokens.words, batch.tokens.mask)
         try:
             encoder = self.sentence_encoder()
         except ValueError:
             return [{} for _ in batch.index]
         source = getattr(self.head, "tree_source", TreeSource())
         mask = batch.tokens.mask
-        encoded = encode(encoder, self.embedder(batch.tokens), mask, getattr(batch, "heads", None))
+        encoded = encode(encoder, self.embedder(batch.tokens), mask, self.tree_heads(batch))
         return induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
                                    source.direction_combination)
 
+    def tree_heads(self, batch) -> torch.Tensor | None:
+        """The heads the head reads: the frozen language model's (``tree_source: lm``), else the batch's gold heads
+        (None without them)."""
+        if self.tree_lm is not None:
+            return self.tree_lm.heads(batch.tokens.words, batch.tokens.mask)
+        return getattr(batch, "heads", None)
+
     def configure_optimizers(self):
-        return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_accuracy")
+        trainable = [p for p in self.parameters() if p.requires_grad]  # not the frozen language model's
+        return optimizers_config(trainable, self.optimizer_factory, self.scheduler_factory, "val_accuracy")
 
 
 def default_embedder(word_vocab: Sequence[str], char_vocab: Sequence[str]) -> TokenEmbedder:

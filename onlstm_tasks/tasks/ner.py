@@ -19,6 +19,7 @@ from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
+from onlstm_tasks.tasks.lm_trees import attach_lm_trees
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
 from onlstm_tasks.tasks.words import EncodesWords
@@ -45,6 +46,10 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose encoder and
             word vectors start the encoder and the word embedding (:mod:`onlstm_tasks.tasks.lm_init`); read at the
             start of ``fit`` only (a trained model restores its own weights).
+        lm_trees: set by the model itself, never by hand: for an encoder with ``tree_source: {kind: lm,
+            lm_checkpoint: ...}``, what rebuilds that frozen language model without its file (a JSON string, saved in checkpoints;
+            :mod:`onlstm_tasks.tasks.lm_trees`). Its heads are computed for every batch and passed to the encoder
+            where gold heads travel; ``predict`` writes its trees.
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and encoder over raw token lists.
     """
@@ -60,6 +65,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
         pretrained_lm: str | None = None,
+        lm_trees: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -68,6 +74,9 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         encoder = (encoder or default_encoder(**TAGGER))(embedder.output_size)
         self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
         self.labels, self.tag_scheme = list(labels), tag_scheme
+        self.tree_lm = attach_lm_trees(self.net, lm_trees)  # tree_source lm: the frozen language model
+        if self.tree_lm is not None:
+            self.hparams["lm_trees"] = self.tree_lm.config_json()  # the checkpoint rebuilds it without the file
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.val_f1 = EntityF1(labels, scheme=tag_scheme)
         self.test_f1 = EntityF1(labels, scheme=tag_scheme)
@@ -86,12 +95,12 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
 
     # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
-        loss = self.net.loss(batch.tokens, batch.tags, batch_heads(batch))
+        loss = self.net.loss(batch.tokens, batch.tags, self.tree_heads(batch))
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
         return loss
 
     def _evaluate(self, batch, metric: EntityF1, prefix: str) -> None:
-        loss, predicted = self.net.evaluate(batch.tokens, batch.tags, batch_heads(batch))
+        loss, predicted = self.net.evaluate(batch.tokens, batch.tags, self.tree_heads(batch))
         metric.update(predicted, batch.tags, batch.tokens.mask)
         self.log(f"{prefix}_loss", loss, sync_dist=True, batch_size=len(batch.index))
 
@@ -125,10 +134,13 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
     def predict_step(self, batch, batch_idx):
         """Per sentence: tokens, IOB2 tags, entities and (ON-LSTM encoders) the induced ``tree`` and ``heads``."""
         mask = batch.tokens.mask
-        tags, encoded = self.net.predict(batch.tokens, batch_heads(batch))
-        source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
-        trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
-                                    source.direction_combination)
+        tags, encoded = self.net.predict(batch.tokens, self.tree_heads(batch))
+        if self.tree_lm is not None:  # tree_source lm: the language model's trees, those the encoder read
+            trees = self.tree_lm.tree_fields(batch.tokens.words, mask)
+        else:
+            source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
+            trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
+                                        source.direction_combination)
         out = []
         for row, index in enumerate(batch.index):
             n = int(mask[row].sum())
@@ -138,9 +150,17 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
                         "entities": entity_spans(iob2), **trees[row]})
         return out
 
+    def tree_heads(self, batch) -> torch.Tensor | None:
+        """The heads the encoder reads: the frozen language model's (``tree_source: lm``), else the batch's gold
+        heads (None without them)."""
+        if self.tree_lm is not None:
+            return self.tree_lm.heads(batch.tokens.words, batch.tokens.mask)
+        return batch_heads(batch)
+
     # ---- optimisation -------------------------------------------------------------------------------------
     def configure_optimizers(self):
-        return optimizers_config(self.parameters(), self.optimizer_factory, self.scheduler_factory, "val_f1")
+        trainable = [p for p in self.parameters() if p.requires_grad]  # not the frozen language model's
+        return optimizers_config(trainable, self.optimizer_factory, self.scheduler_factory, "val_f1")
 
 
 def batch_heads(batch) -> torch.Tensor | None:

@@ -34,7 +34,14 @@ def induced_tree_fields(
     tokens."""
     if encoded.distances is None:
         return [{} for _ in words]
-    distances = encoded.combined_distances(directions)[layer].detach().float().cpu()  # [B, T]
+    return distance_tree_fields(encoded.combined_distances(directions)[layer], mask, words, with_distances)
+
+
+def distance_tree_fields(distances: torch.Tensor, mask: torch.Tensor, words: Sequence[Sequence[str]],
+                         with_distances: bool = False) -> list[dict]:
+    """:func:`induced_tree_fields` of one layer's merged distances ``[B, T]`` (e.g. a frozen language model's:
+    :mod:`onlstm_tasks.tasks.lm_trees`)."""
+    distances = distances.detach().float().cpu()
     lengths = mask.sum(dim=1).tolist()
     fields = []
     for row, tokens in enumerate(words):

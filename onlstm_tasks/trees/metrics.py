@@ -195,3 +195,56 @@ def baseline_uf1(
         pred = scored_spans(tree_to_spans(baseline_tree(kind, n, rng)), n) if n else set()
         acc.add(pred, gold)
     return acc.result()
+
+
+# -------------------------------------------------------------------------- unlabelled attachment score (UAS)
+
+DEPENDENCY_PUNCTUATION = frozenset({"PUNCT"})  # UPOS tags whose tokens are not scored
+CHAIN_BASELINES = ("left-chain", "right-chain")
+
+
+def attachment_counts(predicted: Sequence[int], gold: Sequence[int], keep: Sequence[bool] | None = None) -> tuple[int, int]:
+    """``(correct, scored)``: how many scored tokens have the gold head, and how many tokens are scored.
+
+    Heads are 1-based with 0 for the root (the CoNLL convention, as :func:`~onlstm_tasks.trees.induce.
+    distances_to_heads` returns them). ``keep``: False for tokens not scored (punctuation, by gold UPOS tag); a
+    kept token's head may still be a punctuation token (then it is simply wrong against a gold head elsewhere)."""
+    if len(predicted) != len(gold) or (keep is not None and len(keep) != len(gold)):
+        raise ValueError(f"predicted ({len(predicted)}), gold ({len(gold)}) and keep "
+                         f"({'-' if keep is None else len(keep)}) must cover the same tokens")
+    kept = [True] * len(gold) if keep is None else list(keep)
+    correct = sum(1 for p, g, k in zip(predicted, gold, kept) if k and p == g)
+    return correct, sum(kept)
+
+
+def chain_heads(kind: str, n: int) -> list[int]:
+    """The chain baselines, 1-based heads (0 = root): ``left-chain`` attaches every word to the word on its left
+    (the first word is the root), ``right-chain`` to the word on its right (the last word is the root)."""
+    if kind == "left-chain":
+        return list(range(n))  # word i+1 <- word i; word 1 <- root (0)
+    if kind == "right-chain":
+        return [i + 2 for i in range(n - 1)] + [0] if n else []
+    raise ValueError(f"a chain baseline is one of {CHAIN_BASELINES}, got {kind!r}")
+
+
+class UASAccumulator:
+    """Unlabelled attachment score over sentences, in percent: ``corpus`` (correct over scored tokens, the usual
+    UAS) and ``sentence`` (the mean of the sentences' scores, over sentences with at least one scored token)."""
+
+    def __init__(self) -> None:
+        self.correct = self.scored = self.sentences = self.scored_sentences = 0
+        self.sentence_sum = 0.0
+
+    def add(self, predicted: Sequence[int], gold: Sequence[int], keep: Sequence[bool] | None = None) -> None:
+        correct, scored = attachment_counts(predicted, gold, keep)
+        self.correct += correct
+        self.scored += scored
+        self.sentences += 1
+        if scored:
+            self.scored_sentences += 1
+            self.sentence_sum += correct / scored
+
+    def result(self) -> dict:
+        return {"corpus_uas": 100.0 * self.correct / self.scored if self.scored else 0.0,
+                "sentence_uas": 100.0 * self.sentence_sum / self.scored_sentences if self.scored_sentences else 0.0,
+                "tokens": self.scored, "sentences": self.sentences}

@@ -1,4 +1,5 @@
-"""Where a model's tree comes from: ``none``, ``induced`` (from the model's own ON-LSTM distances) or ``gold``.
+"""Where a model's tree comes from: ``none``, ``induced`` (from the model's own ON-LSTM distances), ``gold`` or
+``lm`` (from a frozen pretrained language model).
 
 :class:`TreeSource` is the one place the choice is made, shared by the dependency-guided encoder and the
 tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_tasks.interaction.base`:
@@ -8,7 +9,12 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
 * ``induced`` -> from an :class:`~onlstm_tasks.encoders.base.EncoderOutput`'s distances: layer
   ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
   ``direction_combination``), then hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head
-  weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances).
+  weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances);
+* ``lm``      -> hard heads ``[B, T]`` induced from the distances of a frozen language model (the
+  ``LanguageModel`` checkpoint ``lm_checkpoint``; its layer ``distance_layer``, directions merged by
+  ``direction_combination``). The task model (a layer above) runs that language model and passes its heads down
+  where gold heads travel (the ``heads`` argument): here they are taken as given, like gold ones. This module
+  never reads the checkpoint (``trees`` imports nothing above it).
 
 Models take it whole as ``tree_source`` (:meth:`TreeSource.coerce`): a TreeSource, in YAML a mapping of its fields
 (``tree_source: {kind: induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``).
@@ -22,9 +28,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from onlstm_tasks.errors import ConfigError
 from onlstm_tasks.trees.induce import heads_tensor, soft_heads
 
-TREE_SOURCES = ("none", "induced", "gold")
+TREE_SOURCES = ("none", "induced", "gold", "lm")
 INDUCED_HEADS = ("hard", "soft")
 DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")  # of encoders.base.combine_directions
 
@@ -36,10 +43,20 @@ class TreeSource:
     distance_layer: int = -1
     direction_combination: str = "mean"
     soft_temperature: float = 1.0
+    lm_checkpoint: str | None = None  # kind lm: the LanguageModel checkpoint whose trees the model reads
 
     def __post_init__(self) -> None:
         if self.kind not in TREE_SOURCES:
             raise ValueError(f"tree_source must be one of {TREE_SOURCES}, got {self.kind!r}")
+        if self.kind == "lm" and not self.lm_checkpoint:
+            raise ConfigError("tree_source kind 'lm' needs lm_checkpoint: the path of the LanguageModel checkpoint "
+                             "whose trees the model reads, e.g. tree_source: {kind: lm, lm_checkpoint: "
+                             "runs/lm_unlabelled_en_onlstm/checkpoints/best.ckpt}")
+        if self.kind != "lm" and self.lm_checkpoint:
+            raise ConfigError(f"lm_checkpoint applies to tree_source kind 'lm' only, got kind {self.kind!r}")
+        if self.kind == "lm" and self.induced_heads != "hard":
+            raise ConfigError("tree_source kind 'lm' gives hard heads only (the language model is frozen: soft heads "
+                             "would train nothing); set induced_heads: hard")
         if self.induced_heads not in INDUCED_HEADS:
             raise ValueError(f"induced_heads must be one of {INDUCED_HEADS}, got {self.induced_heads!r}")
         if self.direction_combination not in DIRECTION_COMBINATIONS:
@@ -75,7 +92,7 @@ class TreeSource:
                       f"tree_source, e.g. tree_source: {{kind: {value.kind}, {names[0]}: ...}}",
                       DeprecationWarning, stacklevel=3)
         merged = replace(value, **given)
-        if value != cls(value.kind) and merged != value:
+        if value != replace(cls(), kind=value.kind, lm_checkpoint=value.lm_checkpoint) and merged != value:
             raise ValueError(f"tree_source {value} and the flat arguments {given} disagree; give the settings inside "
                              "tree_source only")
         return merged
@@ -84,12 +101,19 @@ class TreeSource:
              encoder: object = None) -> torch.Tensor | None:
         """The tree for a batch (form per the module docstring).
 
-        ``gold``: the batch's gold heads ``[B, T]`` (needed for ``gold``); ``encoded``: the output of ``encoder``
+        ``gold``: the batch's gold heads ``[B, T]`` (needed for ``gold``), or for ``lm`` the heads the task model
+        induced from its frozen language model; ``encoded``: the output of ``encoder``
         whose distances induce the tree (needed for ``induced``; ``encoder`` only names it in errors).
         """
         if self.kind == "none":
             return None
         if self.kind == "gold":
+            return self._gold(gold, mask)
+        if self.kind == "lm":
+            if gold is None:
+                raise ValueError("tree_source='lm' needs the language model's heads, which the task model (NERTagger, "
+                                 "AspectSentimentClassifier) computes for each batch and passes as heads; this "
+                                 "module was called without them")
             return self._gold(gold, mask)
         name = type(encoder).__name__ if encoder is not None else "the encoder"
         if encoded is None or encoded.distances is None:

@@ -1,0 +1,197 @@
+"""Trees from a frozen pretrained language model: what ``tree_source: {kind: lm, lm_checkpoint: ...}`` reads.
+
+:class:`LanguageModelTrees` holds a :class:`~onlstm_tasks.tasks.language_model.LanguageModel`'s word embedding and
+encoder (not its softmax), frozen: its parameters never require a gradient, it stays in eval mode whatever mode the
+task model is put in (no dropout: a sentence always gets the same tree), and the task models leave it out of their
+optimiser. For a batch of raw token lists it frames each sentence as the language model read sentences in training
+(``LanguageModel.sentence_frame``: ``<eos>`` on both sides), looks the words up in the language model's vocabulary
+with its data module's word normalisation (unknown words -> its ``<unk>``), runs the encoder under
+``torch.no_grad()`` and reads layer ``distance_layer`` of the words' distances, directions merged by
+``direction_combination`` (the tree source's fields): the same distances, so the same trees, as ``onlstm-trees``
+and :class:`~onlstm_tasks.probing.probe.EncoderProbe` induce from that checkpoint for the same sentences.
+
+The distances of each sentence are cached (keyed by its words; cleared when weights are loaded), so the language
+model runs once per distinct sentence, not once per epoch.
+
+Self-contained task checkpoints: the task model builds this module from the checkpoint file once (at the start of
+training) and keeps in its hyper-parameters (``lm_trees``) what rebuilds it without the file: the language model's
+plain init arguments, its vocabulary and its word options, as one JSON string (so that LightningCLI, re-reading a
+checkpoint's hyper-parameters, neither turns the encoder's ``class_path`` into a class nor type-checks a vocabulary
+of tens of thousands of words item by item). The weights travel in the task model's state dict.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.data.common import word_options
+from onlstm_tasks.data.features import TokenEncoder, WordNormalizer
+from onlstm_tasks.data.vocab import Vocabulary
+from onlstm_tasks.encoders.base import EncoderOutput
+from onlstm_tasks.errors import CheckpointError, ConfigError
+from onlstm_tasks.tasks.hub import build_task_model, plain_init_args
+from onlstm_tasks.tasks.language_model import LanguageModel
+from onlstm_tasks.tasks.tree_fields import distance_tree_fields
+from onlstm_tasks.tasks.words import trim_frame
+from onlstm_tasks.trees.induce import heads_tensor
+from onlstm_tasks.trees.source import TreeSource
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LanguageModelTrees", "attach_lm_trees", "lm_tree_source"]
+
+# init arguments of the language model that do not shape its embedding and encoder
+_TRAINING_ONLY = ("optimizer", "lr_scheduler", "tree_layer", "tree_directions")
+_KEPT_STATE = ("net.embedder.", "net.encoder.")
+
+
+def lm_tree_source(model: nn.Module) -> TreeSource | None:
+    """The ``tree_source`` of kind ``lm`` among ``model``'s modules (None without one). Several must agree: one
+    frozen language model and one reading of it serve the whole model."""
+    sources = {getattr(m, "tree_source", None) for m in model.modules()}
+    sources = {s for s in sources if isinstance(s, TreeSource) and s.kind == "lm"}
+    if len(sources) > 1:
+        raise ConfigError(f"the model has tree sources of kind lm that differ ({sorted(map(str, sources))}); give "
+                          "them the same lm_checkpoint, distance_layer and direction_combination")
+    return next(iter(sources), None)
+
+
+def _lm_config(path: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """What rebuilds a LanguageModel checkpoint's embedding and encoder (plain values) and their weights."""
+    checkpoint = read_checkpoint_file(path)  # CheckpointError naming the file when it is missing or broken
+    hparams = dict(checkpoint.get("hyper_parameters") or {})
+    state = checkpoint["state_dict"]
+    if "word_vocab" not in hparams or "embedding_dim" not in hparams or "net.embedder.embedding.weight" not in state:
+        raise CheckpointError(f"{path}: not a LanguageModel checkpoint (tree_source kind lm reads the trees of a "
+                              "language model trained with onlstm-tasks fit and a configs/lm/ config)")
+    init_args = {k: v for k, v in plain_init_args(hparams, path).items()
+                 if k not in _TRAINING_ONLY and k not in ("word_vocab", "char_vocab")}
+    options = word_options(checkpoint.get("datamodule_hyper_parameters"))
+    normalizer, max_word_length = options or (WordNormalizer(), 30)
+    config = {"checkpoint": str(path), "init_args": init_args, "word_vocab": list(hparams["word_vocab"]),
+              "word_options": {"lowercase": normalizer.lowercase, "normalize_digits": normalizer.normalize_digits,
+                               "lowercase_fallback": normalizer.lowercase_fallback}}
+    weights = {k: v for k, v in state.items() if k.startswith(_KEPT_STATE)}
+    return config, weights
+
+
+class LanguageModelTrees(nn.Module):
+    """A frozen language model's embedding and encoder, and the trees they induce (module docstring).
+
+    Args:
+        config: what :meth:`from_checkpoint` reads off a LanguageModel checkpoint (``init_args``, ``word_vocab``,
+            ``word_options``; ``checkpoint`` names the source file in messages). Built from it, the weights are
+            the language model's initialisation until a state dict is loaded.
+        source: the tree source of kind ``lm`` (its ``distance_layer`` and ``direction_combination``).
+    """
+
+    def __init__(self, config: dict[str, Any], source: TreeSource) -> None:
+        super().__init__()
+        self.config, self.source = config, source
+        lm = build_task_model(LanguageModel, dict(config["init_args"]), {"word_vocab": list(config["word_vocab"])})
+        self.embedder, self.encoder = lm.net.embedder, lm.net.encoder
+        lead, trail = LanguageModel.sentence_frame
+        self.lead, self.trail = tuple(lead), tuple(trail)
+        self.words = TokenEncoder(Vocabulary(list(config["word_vocab"])[2:]), Vocabulary([]),
+                                  WordNormalizer(**config["word_options"]))
+        for parameter in self.parameters():
+            parameter.requires_grad_(False)
+        self._cache: dict[tuple[str, ...], torch.Tensor] = {}
+        self._register_load_state_dict_pre_hook(lambda *args, **kwargs: self._cache.clear())
+        self.train(False)
+
+    @classmethod
+    def from_checkpoint(cls, path: str, source: TreeSource) -> LanguageModelTrees:
+        config, weights = _lm_config(path)
+        module = cls(config, source)
+        module.load_state_dict({k[len("net."):]: v for k, v in weights.items()})
+        log.info("tree_source lm: trees of %s (layer %d, directions %s; %d-word vocabulary), frozen", path,
+                 source.distance_layer, source.direction_combination, len(config["word_vocab"]))
+        return module
+
+    def config_json(self) -> str:
+        """:attr:`config` as the JSON string a task model keeps in its ``lm_trees`` hyper-parameter."""
+        return json.dumps(self.config, ensure_ascii=False)
+
+    def train(self, mode: bool = True) -> LanguageModelTrees:
+        """Always eval (no dropout): the trees must not change with the task model's mode."""
+        return super().train(False)
+
+    def word_ids(self, sentences: Sequence[Sequence[str]]) -> TokenBatch:
+        """The framed sentences as the language model's word ids (a TokenBatch without characters)."""
+        rows = [[self.words.word_id(w) for w in (*self.lead, *words, *self.trail)] for words in sentences]
+        steps = max(map(len, rows))
+        ids = torch.zeros(len(rows), steps, dtype=torch.long)
+        mask = torch.zeros(len(rows), steps, dtype=torch.bool)
+        for b, row in enumerate(rows):
+            ids[b, :len(row)] = torch.tensor(row)
+            mask[b, :len(row)] = True
+        device = self.embedder.embedding.weight.device
+        return TokenBatch(word_ids=ids.to(device), char_ids=ids.new_zeros(len(rows), steps, 1).to(device),
+                          mask=mask.to(device), words=[list(words) for words in sentences])
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[EncoderOutput, torch.Tensor]:
+        """The encoder's output at the words' positions (frame cut) and the words' mask ``[B, T]``."""
+        tokens = self.word_ids(sentences)
+        encoded = self.encoder(self.embedder(tokens), tokens.mask)
+        lead, trail = len(self.lead), len(self.trail)
+        return trim_frame(encoded, tokens.mask, lead, trail), tokens.mask[:, lead + trail:]
+
+    @torch.no_grad()
+    def distances(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """Per sentence the distances the trees are read from (``[n]``, CPU float), cached by its words."""
+        keys = [tuple(words) for words in sentences]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing:
+            encoded, mask = self.encode(missing)
+            layers = encoded.combined_distances(self.source.direction_combination)
+            if not -layers.size(0) <= self.source.distance_layer < layers.size(0):
+                raise ConfigError(f"tree_source lm: distance_layer={self.source.distance_layer} is out of range: the "
+                                  f"language model {self.config.get('checkpoint')} has {layers.size(0)} layer(s)")
+            chosen = layers[self.source.distance_layer].float().cpu()
+            for row, key in enumerate(missing):
+                self._cache[key] = chosen[row, :len(key)].clone()
+        return [self._cache[k] for k in keys]
+
+    def padded_distances(self, sentences: Sequence[Sequence[str]], mask: torch.Tensor) -> torch.Tensor:
+        """:meth:`distances` as a ``[B, T]`` tensor on ``mask``'s device (zeros at padding)."""
+        out = torch.zeros(mask.shape, dtype=torch.float)
+        for row, d in enumerate(self.distances(sentences)):
+            out[row, :d.numel()] = d
+        return out.to(mask.device)
+
+    def heads(self, sentences: Sequence[Sequence[str]], mask: torch.Tensor) -> torch.Tensor:
+        """Hard heads ``[B, T]`` (0-based; root and padding point to themselves) for a batch of sentences whose
+        words fill ``mask`` (left-aligned)."""
+        return heads_tensor(self.padded_distances(sentences, mask), mask)
+
+    def tree_fields(self, sentences: Sequence[Sequence[str]], mask: torch.Tensor) -> list[dict]:
+        """Prediction-record fields per sentence: ``tree`` (bracketed) and ``heads`` (1-based, 0 = root)."""
+        return distance_tree_fields(self.padded_distances(sentences, mask), mask, sentences)
+
+
+def attach_lm_trees(model: nn.Module, saved: str | None) -> LanguageModelTrees | None:
+    """The frozen language model a task model's ``tree_source: lm`` reads (None without such a source): rebuilt from
+    ``saved`` (the task model's ``lm_trees`` hyper-parameter, :meth:`LanguageModelTrees.config_json` as a checkpoint
+    holds it: the weights then come with the task model's state dict) or, without it, read from the tree source's ``lm_checkpoint`` file."""
+    source = lm_tree_source(model)
+    if source is None:
+        if saved:
+            raise ConfigError("lm_trees is set but no tree_source of the model has kind lm")
+        return None
+    if saved:
+        try:
+            config = json.loads(saved)
+        except (TypeError, json.JSONDecodeError) as err:
+            raise ConfigError(f"lm_trees: not the JSON a task model writes for its frozen language model ({err})") from None
+        return LanguageModelTrees(config, source)
+    return LanguageModelTrees.from_checkpoint(source.lm_checkpoint, source)
