@@ -20,7 +20,7 @@ fails. What is changed in a copy of each config, and nothing else:
 ``pretrained_lm`` path, relative to the working folder): that config runs first, in the same folder.
 
 The ``tree_source: lm`` configs read the checkpoint of the language model pretrained on ``unlabelled_en``
-(``lm_checkpoint: runs/lm_unlabelled_en_onlstm/...``). Unless it is there, a stand-in is written at that path: the
+(``lm_checkpoint: runs/lm_unlabelled_en/...``). Unless it is there, a stand-in is written at that path: the
 best checkpoint of ``lm/ontonotes_onlstm.yaml`` (the same 3-layer unidirectional ON-LSTM shape), fitted one step.
 """
 

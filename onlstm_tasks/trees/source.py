@@ -51,7 +51,7 @@ class TreeSource:
         if self.kind == "lm" and not self.lm_checkpoint:
             raise ConfigError("tree_source kind 'lm' needs lm_checkpoint: the path of the LanguageModel checkpoint "
                              "whose trees the model reads, e.g. tree_source: {kind: lm, lm_checkpoint: "
-                             "runs/lm_unlabelled_en_onlstm/checkpoints/best.ckpt}")
+                             "runs/lm_unlabelled_en/lightning_logs/version_0/checkpoints/best.ckpt}")
         if self.kind != "lm" and self.lm_checkpoint:
             raise ConfigError(f"lm_checkpoint applies to tree_source kind 'lm' only, got kind {self.kind!r}")
         if self.kind == "lm" and self.induced_heads != "hard":
