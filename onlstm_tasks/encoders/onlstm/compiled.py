@@ -1,17 +1,28 @@
-"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
-the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by :mod:`.dropconnect`).
+"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switches, one layer's binding, the
+whole-loop runner, and the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by
+:mod:`.dropconnect`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
-want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm.layer_pass.LayerPass` whether a layer may run
-its per-step element-wise work through it: the library was built and loads, the tensors are float32 on the CPU, and
-``ONLSTM_FUSED_STEP`` is not ``0``. Otherwise (CUDA, float64, no compiler) the pure-PyTorch loop runs; both follow
-the same conventions and are tested against each other and against the reference cell.
+want of one). Three back ends run a layer pass (:class:`~onlstm_tasks.encoders.onlstm.layer_pass.LayerPass`), fastest
+first:
 
-The recurrent matrix product of each step stays a PyTorch call; only the dozen element-wise operations after it
-(and, in the backward, the twenty before the next product) become one C call. The call goes through ctypes with
-a prepared argument block, so that building needs no PyTorch headers and nothing compiles at import. A library
-whose ``onlstm_step_abi()`` differs from :data:`ABI` (a build older than its source: rerun ``pip install``) is
-not used.
+- the whole loop (:func:`loop_usable`): one compiled call runs every time step of a layer, recurrent matrix products
+  included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products go
+  through the ``sgemm_`` of the BLAS linked into PyTorch (MKL in the x86-64 wheels), found at run time with ctypes
+  and checked on a small product (``onlstm_gemm_check``), so that building still needs no PyTorch or BLAS headers.
+  With two or more threads the work is cut into two pieces that never synchronise (:func:`loop_pieces`: the two
+  directions of a bidirectional layer, or two blocks of rows of a unidirectional one, since the rows of an RNN never
+  interact) and the pieces run at the same time on two threads (ctypes releases the GIL), each product on one BLAS
+  thread (MKL's ``MKL_Set_Num_Threads_Local``). ``ONLSTM_WHOLE_LOOP=0`` turns this path off;
+- the per-step path (:func:`usable`, when the whole loop is not): each step's recurrent product is a PyTorch
+  ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the backward)
+  one compiled call; used where PyTorch's BLAS exports no usable ``sgemm_``;
+- the PyTorch loop (:mod:`.steps_torch`): CUDA, float64, no compiler, or ``ONLSTM_FUSED_STEP=0`` (which turns every
+  compiled path off).
+
+All three follow the same conventions and are tested against each other and against the reference cell. The calls
+go through ctypes with prepared argument blocks, so nothing compiles at import. A library whose
+``onlstm_step_abi()`` differs from :data:`ABI` (a build older than its source: rerun ``pip install``) is not used.
 """
 
 from __future__ import annotations
