@@ -42,7 +42,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 5  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 6  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -249,7 +249,7 @@ class FusedSteps:
 
     def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int) -> None:
         """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): for t > 0 the recurrent
-        product with ``weight`` [K, G, H] (the scaled recurrent weights, contiguous) added into step t's
+        product with ``weight`` [K, H, G] (the scaled recurrent weights transposed, contiguous) added into step t's
         pre-activations, then its element-wise work. Step 0's product from a given initial state is the caller's."""
         even, odd = self._refs[0], self._refs[-1]
         loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
@@ -325,7 +325,7 @@ def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scrat
     """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`), each with its own scratch; they and
     the tensors they point into are kept alive on the structs (``_keep``)."""
     if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 3:
-        raise ValueError("the compiled loop reads contiguous float32 [K, G, H] weights")
+        raise ValueError("the compiled loop reads contiguous float32 [K, n, m] weights")
     gemm, set_threads = _BLAS
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
     pieces = loop_pieces(dirs, rows_at)

@@ -116,8 +116,7 @@ class LayerPass:
         if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
             acts[:, 0].baddbmm_(h_init, w_hh_t)
         if compiled.loop_usable(x):  # the whole time loop, recurrent products included, in compiled calls
-            _fused_forward_steps(self, acts, h, masters).run_all(w_hh_t.transpose(1, 2).contiguous(), self.rows_at,
-                                                                 stop)
+            _fused_forward_steps(self, acts, h, masters).run_all(w_hh_t.contiguous(), self.rows_at, stop)
         else:
             if compiled.usable(x):
                 fused, rows_at = _fused_forward_steps(self, acts, h, masters), self.rows_at
