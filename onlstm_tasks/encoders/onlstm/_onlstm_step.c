@@ -227,6 +227,33 @@ INLINE void softmax_backward(int64_t L, const float *restrict p, const float *re
     for (int64_t l = 0; l < L; l++) dz[l] = p[l] * (g[l] - dot) + (add ? add[l] : 0.0f);
 }
 
+/* One row's neurons in the backward of a step (the loop of step_backward_rows over H, in a function of its own so
+ * that the restrict-qualified pointers let the compiler vectorise it). `carry`: dL/dc_t in (read when `carried`),
+ * dL/dc_{t-1} out. */
+INLINE void neurons_backward(int64_t H, const float *restrict dh, const float *restrict o,
+                             const float *restrict tanh_c, const float *restrict cell, const float *restrict eff,
+                             const float *restrict w_of, const float *restrict not_i, const float *restrict not_f,
+                             float *restrict carry, int carried, float *restrict d_out, float *restrict d_cand,
+                             float *restrict d_in, float *restrict d_forget, float *restrict s_in,
+                             float *restrict s_forget, float *restrict s_bar) {
+    for (int64_t j = 0; j < H; j++) {
+        float d_tc = dh[j] * o[j], u = d_tc * tanh_c[j];
+        d_out[j] = u * (1.0f - o[j]);
+        float dc = d_tc - u * tanh_c[j] + (carried ? carry[j] : 0.0f); /* dL/dc_t */
+        float c_hat = 0.5f * cell[j];
+        float de_in = dc * c_hat, de_forget = 0.5f * dc * cell[H + j]; /* dL/d eff_in, dL/d eff_forget */
+        float d_c_hat = dc * eff[j];
+        carry[j] = dc * eff[H + j];
+        d_cand[j] = d_c_hat * (1.0f - c_hat * c_hat);
+        float w = w_of[j], si = not_i[j], sf = not_f[j];
+        d_in[j] = de_in * w * si * (1.0f - si);
+        d_forget[j] = de_forget * w * sf * (1.0f - sf);
+        s_in[j] = de_in;
+        s_forget[j] = de_forget;
+        s_bar[j] = de_in * si + de_forget * sf;
+    }
+}
+
 /* Step t's backward on rows [r_begin, r_end) of directions [k_begin, k_end); rows below `carry_rows` add dL/dc_t
  * from step t + 1. */
 INLINE void step_backward_rows(const layer_grad *x, int64_t t, int64_t k_begin, int64_t k_end, int64_t r_begin,
@@ -245,22 +272,8 @@ INLINE void step_backward_rows(const layer_grad *x, int64_t t, int64_t k_begin, 
             const int carried = r < carry_rows;
             for (int64_t l = 0; l < L; l++)
                 for (int64_t j = 0; j < C; j++) w_of[l * C + j] = omega[l];
-            for (int64_t j = 0; j < H; j++) {
-                float d_tc = dh[j] * o[j], u = d_tc * tanh_c[j];
-                d_out[j] = u * (1.0f - o[j]);
-                float dc = d_tc - u * tanh_c[j] + (carried ? carry[j] : 0.0f); /* dL/dc_t */
-                float c_hat = 0.5f * cell[j];
-                float de_in = dc * c_hat, de_forget = 0.5f * dc * cell[H + j]; /* dL/d eff_in, dL/d eff_forget */
-                float d_c_hat = dc * eff[j];
-                carry[j] = dc * eff[H + j];
-                d_cand[j] = d_c_hat * (1.0f - c_hat * c_hat);
-                float w = w_of[j], si = not_i[j], sf = not_f[j];
-                d_in[j] = de_in * w * si * (1.0f - si);
-                d_forget[j] = de_forget * w * sf * (1.0f - sf);
-                s_in[j] = de_in;
-                s_forget[j] = de_forget;
-                s_bar[j] = de_in * si + de_forget * sf;
-            }
+            neurons_backward(H, dh, o, tanh_c, cell, eff, w_of, not_i, not_f, carry, carried, d_out, d_cand, d_in,
+                             d_forget, s_in, s_forget, s_bar);
             /* per level: sums over its C neurons, then dL/d[i~, f~] (eff = [i~, f~] - i~ f~ (1 - [i, f])) */
             for (int64_t l = 0; l < L; l++) {
                 float a_in = 0.0f, a_forget = 0.0f, a_bar = 0.0f;
