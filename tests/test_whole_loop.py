@@ -193,26 +193,28 @@ def test_loop_pieces_share_the_work_without_synchronisation():
 def test_without_sgemm_the_per_step_path_runs(monkeypatch, counted):
     """Builds of PyTorch whose BLAS exports no sgemm_ keep the per-step compiled path (and its results)."""
     monkeypatch.setattr(compiled_step, "_BLAS", None)
-    assert not compiled_step.loop_usable(torch.zeros(1))
-    assert compiled_step.usable(torch.zeros(1))
-    torch.manual_seed(0)
-    enc = ONLSTM(5, 16, 4, bidirectional=True)
-    x, mask = batch(torch.float32, lengths=MIXED)
-    compare_with_reference(enc, x, mask)
+    with compiled_step.switched(True, loop=True):
+        assert not compiled_step.loop_usable(torch.zeros(1))
+        assert compiled_step.usable(torch.zeros(1))
+        torch.manual_seed(0)
+        enc = ONLSTM(5, 16, 4, bidirectional=True)
+        x, mask = batch(torch.float32, lengths=MIXED)
+        compare_with_reference(enc, x, mask)
     assert counted == {"forward": 0, "backward": 0}
 
 
 @compiled_only
 @needs_loop
 def test_the_whole_loop_is_used_only_where_it_applies():
-    assert compiled_step.loop_usable(torch.zeros(1))
-    assert not compiled_step.loop_usable(torch.zeros(1, dtype=torch.float64))
+    with compiled_step.switched(True, loop=True):  # whatever the environment says
+        assert compiled_step.loop_usable(torch.zeros(1))
+        assert not compiled_step.loop_usable(torch.zeros(1, dtype=torch.float64))
     with compiled_step.switched(True, loop=False):
         assert not compiled_step.loop_usable(torch.zeros(1)) and compiled_step.usable(torch.zeros(1))
     with compiled_step.switched(False):
         assert not compiled_step.loop_usable(torch.zeros(1))
     code = "from onlstm_tasks.encoders.onlstm import compiled; import torch; x = torch.zeros(1); " \
            "print(compiled.loop_usable(x), compiled.usable(x))"
-    env = {**os.environ, compiled_step.LOOP_ENV: "0"}
+    env = {**os.environ, compiled_step.LOOP_ENV: "0", compiled_step.ENV: "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
