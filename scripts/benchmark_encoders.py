@@ -1,7 +1,12 @@
 """Encoder speed at NER shapes: ON-LSTM vs nn.LSTM (and the plain reference cell), as ratios from one run.
 
-    python scripts/benchmark_encoders.py [--quick] [--threads 1] [--clock cpu] [--device cuda] [--batch 32 ...]
+    python scripts/benchmark_encoders.py [--quick] [--threads 1,2] [--markdown] [--clock cpu] [--device cuda]
+                                         [--batch 32 ...] [--lm]
     python scripts/benchmark_encoders.py --dropconnect-only [--repeats 15]
+
+``--threads 1,2`` sweeps thread counts (one table each); ``--markdown`` adds the ratio tables as Markdown (the form
+README's speed table takes); ``--lm`` adds the language model's shapes (batch 20, 70 steps, the authors' stack
+400 -> 1150 -> 1150 -> 400, chunk 10; full windows, left to right) against a stack of three nn.LSTMs.
 
 For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
 it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
@@ -17,12 +22,15 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/onlstm/compiled.py), the table also times the
-ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled step brings.
+ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled code brings; where the
+whole-loop path runs (the time loop, recurrent products included, in one compiled call per layer), also the
+per-step compiled path (``step ms``).
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
-layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its time loop in
-Python, one recurrent product and one compiled element-wise call per step (or a dozen PyTorch operations, the
-``loop`` column). Not a test: numbers go in issue notes.
+layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its whole time loop in
+one compiled call per layer (and direction, with two threads), or in Python with one recurrent product and one
+compiled element-wise call per step (``step``), or a dozen PyTorch operations per step (``loop``). Not a test:
+numbers go in issue notes.
 """
 
 from __future__ import annotations
@@ -96,12 +104,13 @@ def lstm_step(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) ->
     return step
 
 
-def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool,
-                compiled: bool | None = None) -> Callable[[], None]:
-    """``compiled``: force the compiled step on or off (None: as configured, on when built)."""
+def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor | None, grad: bool,
+                compiled: bool | None = None, loop: bool | None = None) -> Callable[[], None]:
+    """``compiled``: force the compiled step on or off (None: as configured, on when built); ``loop``: the same
+    for its whole-loop path."""
     def step() -> None:
         enc.zero_grad(set_to_none=True)
-        switch = nullcontext() if compiled is None else compiled_step.switched(compiled)
+        switch = nullcontext() if compiled is None else compiled_step.switched(compiled, loop)
         with torch.set_grad_enabled(grad), switch:
             out = enc(x.detach().requires_grad_(grad), mask)
             if grad:
@@ -109,15 +118,20 @@ def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool,
     return step
 
 
-def encoder_table(args, x, masks, repeats, clock) -> None:
+def encoder_table(args, x, masks, repeats, clock) -> list[dict]:
     """nn.LSTM vs ONLSTM for every configuration; where the compiled step is built, also the ONLSTM with its
-    per-step element-wise work as PyTorch operations (``loop``), timed in the same turns."""
+    per-step element-wise work as PyTorch operations (``loop``) and, where the whole-loop path runs, with the
+    per-step compiled path (``step``), timed in the same turns. Returns one dict per line."""
     both = compiled_step.built() and x.device.type == "cpu"
+    whole = both and compiled_step.loop_usable(x)
     header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
+    if whole:
+        header += f"{'step ms':>10}{'ratio':>8}"
     if both:
         header += f"{'loop ms':>10}{'ratio':>8}"
     print(header)
     print("-" * len(header))
+    rows = []
     for bi, layers, mask_name, grad in itertools.product((False, True), (1, 2), masks, (False, True)):
         torch.manual_seed(1)
         lstm = nn.LSTM(args.input, args.hidden, num_layers=layers, bidirectional=bi, batch_first=True)
@@ -125,15 +139,70 @@ def encoder_table(args, x, masks, repeats, clock) -> None:
         enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).to(x.device).train(grad)
         mask = masks[mask_name]
         contenders = [lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad, compiled=True if both else None)]
+        if whole:
+            contenders.append(onlstm_step(enc, x, mask, grad, compiled=True, loop=False))
         if both:
             contenders.append(onlstm_step(enc, x, mask, grad, compiled=False))
-        t_lstm, t_on, *t_loop = interleaved_medians(contenders, repeats, clock=clock)
+        t_lstm, t_on, *others = interleaved_medians(contenders, repeats, clock=clock)
         mode = "forward+backward" if grad else "inference"
         line = (f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  {mode:<17}{t_lstm:>11.2f}{t_on:>11.2f}"
                 f"{t_on / t_lstm:>7.2f}x")
-        if t_loop:
-            line += f"{t_loop[0]:>10.2f}{t_loop[0] / t_lstm:>7.2f}x"
+        for t_other in others:
+            line += f"{t_other:>10.2f}{t_other / t_lstm:>7.2f}x"
         print(line)
+        rows.append(dict(dirs="bi" if bi else "uni", layers=layers, mask=mask_name, mode=mode, lstm=t_lstm,
+                         onlstm=t_on, ratio=t_on / t_lstm))
+    return rows
+
+
+def lm_table(args, repeats, clock) -> list[dict]:
+    """The language model's shapes: the authors' stack ONLSTM(400, [1150, 1150, 400], chunk 10) against three
+    chained nn.LSTMs of the same sizes, batch 20, 70 steps, full windows, left to right."""
+    device = torch.device(args.device)
+    batch, steps, sizes = 20, 70, [400, 1150, 1150, 400]
+    print(f"\nlanguage model shapes: batch {batch}, {steps} steps, stack {' -> '.join(map(str, sizes))}, chunk 10, "
+          "full windows (uni)")
+    torch.manual_seed(2)
+    x = torch.randn(batch, steps, sizes[0], device=device)
+    lstms = nn.ModuleList(nn.LSTM(a, b, batch_first=True) for a, b in zip(sizes, sizes[1:])).to(device)
+    enc = ONLSTM(sizes[0], sizes[1:], 10, num_layers=3).to(device)
+
+    def lstm_stack(grad: bool) -> Callable[[], None]:
+        def step() -> None:
+            lstms.zero_grad(set_to_none=True)
+            with torch.set_grad_enabled(grad):
+                out = x.detach().requires_grad_(grad)
+                for lstm in lstms:
+                    out = lstm(out)[0]
+                if grad:
+                    out.sum().backward()
+        return step
+
+    rows = []
+    for grad in (False, True):
+        lstms.train(grad)
+        enc.train(grad)
+        t_lstm, t_on = interleaved_medians([lstm_stack(grad), onlstm_step(enc, x, None, grad)], repeats, clock=clock)
+        mode = "forward+backward" if grad else "inference"
+        print(f"{mode:<17} nn.LSTM {t_lstm:.1f} ms, ON-LSTM {t_on:.1f} ms: {t_on / t_lstm:.2f}x")
+        rows.append(dict(dirs="LM", layers=3, mask="full", mode=mode, lstm=t_lstm, onlstm=t_on, ratio=t_on / t_lstm))
+    return rows
+
+
+def markdown_tables(tables: dict[int, list[dict]]) -> None:
+    """The ratios ON-LSTM / nn.LSTM of every thread count's table as Markdown: one row per dirs x layers, one column
+    per mask and mode."""
+    for threads, rows in tables.items():
+        masks = list(dict.fromkeys(r["mask"] for r in rows if r["dirs"] != "LM"))
+        modes = ("inference", "forward+backward")
+        print(f"\n**{threads} thread{'s' if threads != 1 else ''}** (ON-LSTM / nn.LSTM, median times)\n")
+        print("| dirs x layers | " + " | ".join(f"{mask}, {mode}" for mask in masks for mode in modes) + " |")
+        print("|---|" + "---|" * (len(masks) * len(modes)))
+        for dirs, layers in dict.fromkeys((r["dirs"], r["layers"]) for r in rows):
+            cells = {(r["mask"], r["mode"]): r["ratio"] for r in rows if (r["dirs"], r["layers"]) == (dirs, layers)}
+            label = "LM stack (B 20, T 70, 400-1150-1150-400)" if dirs == "LM" else f"{dirs} x {layers}"
+            print(f"| {label} | " + " | ".join(f"{cells[(m, mode)]:.2f}x" if (m, mode) in cells else ""
+                                             for m in masks for mode in modes) + " |")
 
 
 def dropconnect_lines(args, x, masks, repeats, clock) -> None:
@@ -250,7 +319,11 @@ def main() -> None:
     ap.add_argument("--family", action="store_true", help="time the LSTM family even with --quick")
     ap.add_argument("--dropconnect-only", action="store_true",
                     help="only the DropConnect lines (to repeat that small measurement on its own)")
-    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    ap.add_argument("--threads", default=None,
+                    help="torch.set_num_threads: one count, or a comma-separated sweep such as 1,2 (one table per "
+                         "count; default: torch's own)")
+    ap.add_argument("--markdown", action="store_true", help="also print the ratio tables as Markdown")
+    ap.add_argument("--lm", action="store_true", help="also time the language model's shapes (see above)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                     help="where to run (default: the GPU when there is one)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -260,8 +333,13 @@ def main() -> None:
     if args.device != "cpu" and args.clock == "cpu":
         ap.error("--clock cpu measures this process's CPU time, which says nothing about a GPU: use --clock wall")
     clock = time.perf_counter if args.clock == "wall" else time.process_time
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    try:
+        sweep = [int(n) for n in args.threads.split(",")] if args.threads else [torch.get_num_threads()]
+    except ValueError:
+        ap.error(f"--threads takes counts separated by commas, got {args.threads!r}")
+    if any(n < 1 for n in sweep):
+        ap.error("--threads counts must be positive")
+    torch.set_num_threads(sweep[0])
     repeats = 5 if args.quick else args.repeats
     torch.manual_seed(0)
     device = torch.device(args.device)
@@ -276,7 +354,8 @@ def main() -> None:
 
     print(f"machine: {machine()}")
     print(f"compiled ON-LSTM step: {'built' if compiled_step.built() else 'not built'}, "
-          f"{'in use' if compiled_step.usable(x) else 'not used'} for these inputs")
+          f"{'in use' if compiled_step.usable(x) else 'not used'} for these inputs; whole-loop path "
+          f"{'in use' if compiled_step.loop_usable(x) else 'not used'}")
     print(f"device: {device}")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
@@ -284,7 +363,17 @@ def main() -> None:
     if args.dropconnect_only:
         dropconnect_lines(args, x, masks, repeats, clock)
         return
-    encoder_table(args, x, masks, repeats, clock)
+    tables = {}
+    for threads in sweep:
+        torch.set_num_threads(threads)
+        print(f"\n{threads} thread{'s' if threads != 1 else ''}")
+        tables[threads] = encoder_table(args, x, masks, repeats, clock)
+        if args.lm:
+            tables[threads] += lm_table(args, repeats, clock)
+    if args.markdown:
+        print(f"\nMarkdown ({machine()}; {args.clock} clock)")
+        markdown_tables(tables)
+    torch.set_num_threads(sweep[0])
     dropconnect_lines(args, x, masks, repeats, clock)
     if not args.quick:
         reference_lines(args, x, masks["full"], args.reference_repeats, clock)

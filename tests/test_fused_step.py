@@ -24,7 +24,16 @@ from onlstm_tasks.encoders.onlstm.layer_pass import LayerPass
 
 NOT_BUILT = "the compiled ON-LSTM step was not built (no C compiler at install time?)"
 needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not compiled_step.built(), reason=NOT_BUILT)]
-PATHS = [pytest.param(True, marks=needs_compiled, id="compiled"), pytest.param(False, id="pytorch")]
+# the three back ends of a layer pass: the whole time loop in one compiled call ("loop"), one compiled call per step
+# ("step"), PyTorch operations ("pytorch")
+PATHS = [pytest.param("loop", marks=needs_compiled, id="whole-loop"),
+         pytest.param("step", marks=needs_compiled, id="per-step"), pytest.param("pytorch", id="pytorch")]
+COMPILED_PATHS = ["loop", "step"]
+
+
+def on_path(path: str):
+    """The switch that selects one of :data:`PATHS`."""
+    return compiled_step.switched(path != "pytorch", loop=path == "loop")
 
 
 def compiled_only(test):
@@ -40,19 +49,19 @@ def layer_args(dirs, steps, rows, features, hidden, levels, seed=0, scale=1.0):
     return [torch.randn(*shape, generator=g) * scale for shape in shapes]
 
 
-def run_layer(on: bool, args, batch_sizes, symmetric, save, state=None):
-    with compiled_step.switched(on), torch.no_grad():
+def run_layer(path: str, args, batch_sizes, symmetric, save, state=None):
+    with on_path(path), torch.no_grad():
         h_init, c_init = state if state is not None else (None, None)
         return LayerPass(*args, batch_sizes, symmetric, save=save, h_init=h_init, c_init=c_init)
 
 
-@pytest.mark.parametrize("on", PATHS)
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("master_input", ["paper", "symmetric"])
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (True, 2)])
-def test_both_step_paths_match_the_reference_in_float32(on, master_input, bidirectional, num_layers):
+def test_every_step_path_matches_the_reference_in_float32(path, master_input, bidirectional, num_layers):
     torch.manual_seed(0)
     enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input)
-    with compiled_step.switched(on):
+    with on_path(path):
         for lengths in ([7, 9, 1, 8, 9, 5, 2, 8], [9] * 4):
             x, mask = batch(torch.float32, lengths=lengths)
             compare_with_reference(enc, x, mask)
@@ -65,15 +74,16 @@ def test_both_step_paths_match_the_reference_in_float32(on, master_input, bidire
 @pytest.mark.parametrize("batch_sizes,with_state", [([8, 8, 7, 6, 6, 3, 1, 0], False), ([5] * 6, False),
                                                     ([5] * 6, True)])
 @pytest.mark.parametrize("hidden,levels", [(24, 3), (13, 13), (13, 1)])  # odd sizes: vector loop tails
+@pytest.mark.parametrize("path", COMPILED_PATHS)
 def test_compiled_step_writes_what_the_pytorch_loop_writes(symmetric, dirs, save, batch_sizes, with_state, hidden,
-                                                           levels):
+                                                           levels, path):
     steps, rows = len(batch_sizes), batch_sizes[0]
     args = layer_args(dirs, steps, rows, 7, hidden, levels, seed=1)
     state = None
     if with_state:
         g = torch.Generator().manual_seed(2)
         state = (torch.randn(dirs, rows, hidden, generator=g), torch.randn(dirs, rows, hidden, generator=g))
-    compiled, plain = (run_layer(on, args, batch_sizes, symmetric, save, state) for on in (True, False))
+    compiled, plain = (run_layer(p, args, batch_sizes, symmetric, save, state) for p in (path, "pytorch"))
     for got, want in zip(compiled.outputs, plain.outputs):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     if with_state:
@@ -95,8 +105,9 @@ def test_compiled_step_writes_what_the_pytorch_loop_writes(symmetric, dirs, save
 @pytest.mark.parametrize("batch_sizes,carry", [([8, 8, 7, 6, 6, 3, 1, 0], False), ([5] * 6, True)])
 @pytest.mark.parametrize("hidden,levels", [(24, 3), (13, 13), (13, 1)])
 @pytest.mark.parametrize("distances", [True, False], ids=["with-distance-loss", "hidden-only"])
+@pytest.mark.parametrize("path", COMPILED_PATHS)
 def test_compiled_backward_gives_the_pytorch_gradients(symmetric, dirs, batch_sizes, carry, hidden, levels,
-                                                       distances):
+                                                       distances, path):
     """Gradients of every input through the compiled step's backward vs the PyTorch loop's: ragged rows, both
     directions, a cell state carried out of the window (its gradient flows back in), with and without a loss on
     the distances (the constant share of the master gates' gradient)."""
@@ -107,8 +118,8 @@ def test_compiled_backward_gives_the_pytorch_gradients(symmetric, dirs, batch_si
     w_h, w_f, w_c = (torch.randn(dirs, steps, rows, hidden, generator=g), torch.randn(dirs, steps, rows, generator=g),
                      torch.randn(dirs, rows, hidden, generator=g))
     grads = []
-    for on in (True, False):
-        with compiled_step.switched(on):
+    for p in (path, "pytorch"):
+        with on_path(p):
             if carry:
                 h, d_forget, d_input, c_last = ONLSTMCarryFunction.apply(*args, symmetric, *state)
                 loss = (h * w_h).sum() + (c_last * w_c).sum()
@@ -124,12 +135,13 @@ def test_compiled_backward_gives_the_pytorch_gradients(symmetric, dirs, batch_si
 
 @compiled_only
 @pytest.mark.parametrize("scale", [30.0, 1e4, 1e15])  # pre-activations up to ~1e30
-def test_saturated_gates_agree_and_stay_finite(scale):
+@pytest.mark.parametrize("path", COMPILED_PATHS)
+def test_saturated_gates_agree_and_stay_finite(scale, path):
     """Pre-activations far beyond the exponential's range saturate every gate the way torch.sigmoid does."""
     args = layer_args(2, 5, 4, 6, 16, 4, seed=3, scale=scale)
     results = []
-    for on in (True, False):
-        with compiled_step.switched(on), torch.no_grad():
+    for p in (path, "pytorch"):
+        with on_path(p), torch.no_grad():
             results.append(onlstm_layer(*args, [4] * 5, False))
     for got, want in zip(*results):
         assert torch.isfinite(got).all()
@@ -137,13 +149,14 @@ def test_saturated_gates_agree_and_stay_finite(scale):
 
 
 @compiled_only
-def test_nan_propagates_as_in_pytorch():
+@pytest.mark.parametrize("path", COMPILED_PATHS)
+def test_nan_propagates_as_in_pytorch(path):
     """A NaN weight (a diverged run) must show as NaN, never be clamped into a plausible number."""
     args = layer_args(1, 4, 3, 5, 8, 2, seed=4)
     args[3][0, 20, 2] = float("nan")  # one recurrent weight of the cell candidate's block
     results = []
-    for on in (True, False):
-        with compiled_step.switched(on), torch.no_grad():
+    for p in (path, "pytorch"):
+        with on_path(p), torch.no_grad():
             results.append(onlstm_layer(*args, [3] * 4, False)[0])
     assert torch.equal(results[0].isnan(), results[1].isnan())
     assert results[0].isnan().any() and not results[0][:, 0].isnan().any()

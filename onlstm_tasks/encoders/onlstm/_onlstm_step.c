@@ -53,7 +53,7 @@
 
 /* compiled.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 4
+#define ONLSTM_STEP_ABI 6
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -162,12 +162,12 @@ INLINE void neurons_saved(int64_t H, const float *restrict ao, const float *rest
     }
 }
 
-/* Step t on the first `rows` rows of every direction. Returns 0. */
-EXPORT CLONES int onlstm_step(const layer *x, int64_t t, int64_t rows) {
+/* Step t on rows [r_begin, r_end) of directions [k_begin, k_end). */
+INLINE void step_rows(const layer *x, int64_t t, int64_t k_begin, int64_t k_end, int64_t r_begin, int64_t r_end) {
     const int64_t H = x->hidden, L = x->levels, C = x->chunk;
     float *mi = x->scratch, *mf = x->scratch + H, *probs = x->scratch + 2 * H;
-    for (int64_t k = 0; k < x->dirs; k++) {
-        for (int64_t r = 0; r < rows; r++) {
+    for (int64_t k = k_begin; k < k_end; k++) {
+        for (int64_t r = r_begin; r < r_end; r++) {
             float *a = AT(x->act, t, k, r), *m = AT(x->master, t, k, r);
             float *p = x->save ? AT(x->prob, t, k, r) : probs;
             master_gate(L, a, p, m, 1, (int)x->symmetric);
@@ -194,6 +194,11 @@ EXPORT CLONES int onlstm_step(const layer *x, int64_t t, int64_t rows) {
             }
         }
     }
+}
+
+/* Step t on the first `rows` rows of every direction. Returns 0. */
+EXPORT CLONES int onlstm_step(const layer *x, int64_t t, int64_t rows) {
+    step_rows(x, t, 0, x->dirs, 0, rows);
     return 0;
 }
 
@@ -222,13 +227,42 @@ INLINE void softmax_backward(int64_t L, const float *restrict p, const float *re
     for (int64_t l = 0; l < L; l++) dz[l] = p[l] * (g[l] - dot) + (add ? add[l] : 0.0f);
 }
 
-/* Step t's backward on the first `rows` rows; rows below `carry_rows` add dL/dc_t from step t + 1. Returns 0. */
-EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t rows, int64_t carry_rows) {
+/* One row's neurons in the backward of a step (the loop of step_backward_rows over H, in a function of its own so
+ * that the restrict-qualified pointers let the compiler vectorise it). `carry`: dL/dc_t in (read when `carried`),
+ * dL/dc_{t-1} out. */
+INLINE void neurons_backward(int64_t H, const float *restrict dh, const float *restrict o,
+                             const float *restrict tanh_c, const float *restrict cell, const float *restrict eff,
+                             const float *restrict w_of, const float *restrict not_i, const float *restrict not_f,
+                             float *restrict carry, int carried, float *restrict d_out, float *restrict d_cand,
+                             float *restrict d_in, float *restrict d_forget, float *restrict s_in,
+                             float *restrict s_forget, float *restrict s_bar) {
+    for (int64_t j = 0; j < H; j++) {
+        float d_tc = dh[j] * o[j], u = d_tc * tanh_c[j];
+        d_out[j] = u * (1.0f - o[j]);
+        float dc = d_tc - u * tanh_c[j] + (carried ? carry[j] : 0.0f); /* dL/dc_t */
+        float c_hat = 0.5f * cell[j];
+        float de_in = dc * c_hat, de_forget = 0.5f * dc * cell[H + j]; /* dL/d eff_in, dL/d eff_forget */
+        float d_c_hat = dc * eff[j];
+        carry[j] = dc * eff[H + j];
+        d_cand[j] = d_c_hat * (1.0f - c_hat * c_hat);
+        float w = w_of[j], si = not_i[j], sf = not_f[j];
+        d_in[j] = de_in * w * si * (1.0f - si);
+        d_forget[j] = de_forget * w * sf * (1.0f - sf);
+        s_in[j] = de_in;
+        s_forget[j] = de_forget;
+        s_bar[j] = de_in * si + de_forget * sf;
+    }
+}
+
+/* Step t's backward on rows [r_begin, r_end) of directions [k_begin, k_end); rows below `carry_rows` add dL/dc_t
+ * from step t + 1. */
+INLINE void step_backward_rows(const layer_grad *x, int64_t t, int64_t k_begin, int64_t k_end, int64_t r_begin,
+                               int64_t r_end, int64_t carry_rows) {
     const int64_t H = x->hidden, L = x->levels, C = x->chunk;
     float *w_of = x->scratch, *s_in = w_of + H, *s_forget = s_in + H, *s_bar = s_forget + H;
     float *g = s_bar + H, *sums = g + 2 * L;
-    for (int64_t k = 0; k < x->dirs; k++) {
-        for (int64_t r = 0; r < rows; r++) {
+    for (int64_t k = k_begin; k < k_end; k++) {
+        for (int64_t r = r_begin; r < r_end; r++) {
             const float *dh = AT(x->d_h, t, k, r), *a = AT(x->act, t, k, r), *tanh_c = AT(x->tanh_c, t, k, r);
             const float *cell = AT(x->cells, t, k, r), *eff = AT(x->eff, t, k, r);
             const float *omega = AT(x->omega, t, k, r), *m = AT(x->master, t, k, r), *p = AT(x->prob, t, k, r);
@@ -238,22 +272,8 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
             const int carried = r < carry_rows;
             for (int64_t l = 0; l < L; l++)
                 for (int64_t j = 0; j < C; j++) w_of[l * C + j] = omega[l];
-            for (int64_t j = 0; j < H; j++) {
-                float d_tc = dh[j] * o[j], u = d_tc * tanh_c[j];
-                d_out[j] = u * (1.0f - o[j]);
-                float dc = d_tc - u * tanh_c[j] + (carried ? carry[j] : 0.0f); /* dL/dc_t */
-                float c_hat = 0.5f * cell[j];
-                float de_in = dc * c_hat, de_forget = 0.5f * dc * cell[H + j]; /* dL/d eff_in, dL/d eff_forget */
-                float d_c_hat = dc * eff[j];
-                carry[j] = dc * eff[H + j];
-                d_cand[j] = d_c_hat * (1.0f - c_hat * c_hat);
-                float w = w_of[j], si = not_i[j], sf = not_f[j];
-                d_in[j] = de_in * w * si * (1.0f - si);
-                d_forget[j] = de_forget * w * sf * (1.0f - sf);
-                s_in[j] = de_in;
-                s_forget[j] = de_forget;
-                s_bar[j] = de_in * si + de_forget * sf;
-            }
+            neurons_backward(H, dh, o, tanh_c, cell, eff, w_of, not_i, not_f, carry, carried, d_out, d_cand, d_in,
+                             d_forget, s_in, s_forget, s_bar);
             /* per level: sums over its C neurons, then dL/d[i~, f~] (eff = [i~, f~] - i~ f~ (1 - [i, f])) */
             for (int64_t l = 0; l < L; l++) {
                 float a_in = 0.0f, a_forget = 0.0f, a_bar = 0.0f;
@@ -288,6 +308,131 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
             softmax_backward(L, p + L, g + L, add ? add + L : NULL, d + L);
         }
     }
+}
+
+/* Step t's backward on the first `rows` rows; rows below `carry_rows` add dL/dc_t from step t + 1. Returns 0. */
+EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t rows, int64_t carry_rows) {
+    step_backward_rows(x, t, 0, x->dirs, 0, rows, carry_rows);
+    return 0;
+}
+
+/* ---- The whole time loop of a layer in one call (recurrent matrix products included) ----
+ *
+ * The recurrent product of each step goes through the Fortran BLAS sgemm_ that the caller passes as a function
+ * pointer (compiled.py takes it from the BLAS linked into PyTorch, MKL in the x86 wheels), so this file needs no
+ * BLAS headers or libraries at build time. Integer arguments are passed as pointers to zero-extended int64 values:
+ * an LP64 BLAS reads their low 32 bits (this code runs only on little-endian machines, compiled.py checks), an ILP64
+ * one all 64. compiled.py checks the function on a small product (onlstm_gemm_check) before using it.
+ *
+ * A call covers directions [k_begin, k_end) and rows [r_begin, r_end): rows of an RNN never interact, so two calls
+ * on disjoint directions or rows can run at the same time on two threads (ctypes releases the GIL), each with its
+ * own scratch. set_threads (MKL's mkl_set_num_threads_local, or NULL) sets the BLAS threads of the calling thread
+ * for the call's products and is restored at the end. */
+
+typedef void (*sgemm_fn)(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
+                         const int64_t *k, const float *alpha, const float *a, const int64_t *lda, const float *b,
+                         const int64_t *ldb, const float *beta, float *c, const int64_t *ldc);
+typedef int (*threads_fn)(int);
+
+/* Must match _Loop in compiled.py field for field. */
+typedef struct {
+    sgemm_fn gemm;
+    threads_fn set_threads; /* NULL: leave the BLAS threads as they are */
+    int64_t threads;        /* BLAS threads for this call's products (with set_threads) */
+    const float *weight;    /* recurrent weights, direction k at weight + k * weight_sk: forward [K, H, G] (scaled,
+                             * transposed), backward [K, G, H], row-major */
+    int64_t weight_sk;
+    const int64_t *rows_at; /* [stop] rows running at each step (non-increasing) */
+    int64_t stop;           /* steps with a running row */
+    int64_t k_begin, k_end, r_begin, r_end;
+    float *scratch;         /* this call's scratch (forward: 2 H + 2 L floats; backward: 4 H + 4 L) */
+} loop;
+
+/* row-major C[n, m] += A[n, kk] B with B = W^T (transpose_w: W row-major [m, kk]) or B = W (W row-major [kk, m]) */
+INLINE void gemm_rows(const loop *l, int transpose_w, int64_t m, int64_t n, int64_t kk, const float *w,
+                      const float *a, int64_t lda, float *c, int64_t ldc) {
+    const float one = 1.0f;
+    const int64_t ldw = transpose_w ? kk : m;
+    /* column-major: C^T [m, n] += op(W) A^T, W seen column-major as W^T */
+    l->gemm(transpose_w ? "T" : "N", "N", &m, &n, &kk, &one, w, &ldw, a, &lda, &one, c, &ldc);
+}
+
+INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The forward of every step: for t > 0, act_t += h_{t-1} W (W the scaled recurrent weight transposed, [H, G]
+ * row-major: MKL runs these products with few rows up to a sixth faster than from the [G, H] layout when W does not
+ * fit in the cache; step 0's product, from a given initial state, is the caller's), then step t's element-wise
+ * work. `even` and `odd` are
+ * the contexts of even and odd steps (the same when the cell buffers are per step). Returns 0. */
+EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const loop *l) {
+    const int64_t H = even->hidden, G = 4 * H + 2 * even->levels;
+    int before = l->set_threads ? l->set_threads((int)l->threads) : 0;
+    for (int64_t t = 0; t < l->stop; t++) {
+        const int64_t r_end = min64(l->rows_at[t], l->r_end);
+        if (r_end <= l->r_begin) break; /* rows_at never grows: none of these rows runs again */
+        layer x = *((t & 1) ? odd : even);
+        x.scratch = l->scratch;
+        for (int64_t k = l->k_begin; k < l->k_end; k++) {
+            if (t > 0)
+                gemm_rows(l, 0, G, r_end - l->r_begin, H, l->weight + k * l->weight_sk,
+                          AT(x.h, t - 1, k, l->r_begin), x.h.sr, AT(x.act, t, k, l->r_begin), x.act.sr);
+            step_rows(&x, t, k, k + 1, l->r_begin, r_end);
+        }
+    }
+    if (l->set_threads) l->set_threads(before);
+    return 0;
+}
+
+/* The backward of every step, last first: dL/dh_t += dL/d(pre-activations)_{t+1} W (W the unscaled recurrent weight
+ * [G, H]) on the rows running at t + 1, then step t's element-wise backward. After the last step the first
+ * `last_carry` rows start from the carry buffer's dL/dc. Returns 0. */
+EXPORT CLONES int onlstm_backward_loop(const layer_grad *grad, const loop *l, int64_t last_carry) {
+    const int64_t H = grad->hidden, G = 4 * H + 2 * grad->levels;
+    int before = l->set_threads ? l->set_threads((int)l->threads) : 0;
+    layer_grad x = *grad;
+    x.scratch = l->scratch;
+    for (int64_t t = l->stop - 1; t >= 0; t--) {
+        const int64_t r_end = min64(l->rows_at[t], l->r_end);
+        if (r_end <= l->r_begin) continue;
+        const int64_t next = t + 1 < l->stop ? l->rows_at[t + 1] : last_carry;
+        const int64_t next_end = t + 1 < l->stop ? min64(next, l->r_end) : 0;
+        for (int64_t k = l->k_begin; k < l->k_end; k++) {
+            if (next_end > l->r_begin)
+                gemm_rows(l, 0, H, next_end - l->r_begin, G, l->weight + k * l->weight_sk,
+                          AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
+            step_backward_rows(&x, t, k, k + 1, l->r_begin, r_end, next);
+        }
+    }
+    if (l->set_threads) l->set_threads(before);
+    return 0;
+}
+
+/* Checks a sgemm_ on a small product, both transpositions used above: 0 when it computes what it should. */
+EXPORT int onlstm_gemm_check(sgemm_fn gemm) {
+    float w[3 * 5], a[2 * 5], c[2 * 3], b[2 * 5];
+    for (int i = 0; i < 15; i++) w[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < 10; i++) a[i] = (float)(i % 4) - 1.5f;
+    loop l;
+    memset(&l, 0, sizeof l);
+    l.gemm = gemm;
+    /* c[2, 3] = 1 + a[2, 5] w^T, w [3, 5] */
+    for (int i = 0; i < 6; i++) c[i] = 1.0f;
+    gemm_rows(&l, 1, 3, 2, 5, w, a, 5, c, 3);
+    for (int r = 0; r < 2; r++)
+        for (int g = 0; g < 3; g++) {
+            float want = 1.0f;
+            for (int j = 0; j < 5; j++) want += a[r * 5 + j] * w[g * 5 + j];
+            if (c[r * 3 + g] != want) return 1;
+        }
+    /* b[2, 5] = 2 + c[2, 3] w, w [3, 5] */
+    for (int i = 0; i < 10; i++) b[i] = 2.0f;
+    gemm_rows(&l, 0, 5, 2, 3, w, c, 3, b, 5);
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 5; j++) {
+            float want = 2.0f;
+            for (int g = 0; g < 3; g++) want += c[r * 3 + g] * w[g * 5 + j];
+            if (b[r * 5 + j] != want) return 2;
+        }
     return 0;
 }
 

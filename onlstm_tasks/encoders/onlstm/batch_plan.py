@@ -34,7 +34,7 @@ class BatchPlan:
     """
 
     def __init__(self, mask: torch.Tensor | None, batch: int, steps: int, device: torch.device) -> None:
-        self.batch, self.steps, self.device = batch, steps, device
+        self.batch, self.steps, self.device, self.full = batch, steps, device, mask is None
         if mask is None:
             self.batch_sizes = [batch] * steps
             self.order = torch.arange(batch, device=device)
@@ -47,7 +47,11 @@ class BatchPlan:
         self._maps: dict[int, tuple[torch.Tensor, ...]] = {}
 
     def maps(self, dirs: int) -> tuple[torch.Tensor, ...]:
-        """(input, output, distance) row indices for ``dirs`` directions, each followed by its inverse(s)."""
+        """(input, output, distance) row indices for ``dirs`` directions, each followed by its inverse(s). Those of
+        full batches depend on the shape alone and are kept across forward passes (:data:`_FULL_MAPS`)."""
+        full_key = (self.batch, self.steps, dirs, self.device) if self.full else None
+        if dirs not in self._maps and full_key in _FULL_MAPS:
+            self._maps[dirs] = _FULL_MAPS[full_key]
         if dirs not in self._maps:
             batch, steps, order = self.batch, self.steps, self.order
             t = torch.arange(steps, device=self.device)[:, None]  # [T, 1]
@@ -69,7 +73,15 @@ class BatchPlan:
                 outputs.reshape(-1), _inverse(outputs.reshape(1, -1)),
                 distances.reshape(-1), _inverse(distances.reshape(1, -1)),
             )
+            if full_key is not None:
+                if len(_FULL_MAPS) >= 64:  # a few shapes recur (fixed windows, padded buckets); forget the rest
+                    _FULL_MAPS.clear()
+                _FULL_MAPS[full_key] = self._maps[dirs]
         return self._maps[dirs]
+
+
+# index maps of full batches by (batch, steps, dirs, device): read-only tensors, shared by forward passes
+_FULL_MAPS: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
 
 def _inverse(index: torch.Tensor) -> torch.Tensor:

@@ -1,26 +1,40 @@
-"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switch, one layer's binding, and
-the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by :mod:`.dropconnect`).
+"""The compiled ON-LSTM step (``_onlstm_step.c``), when it was built: loading, the switches, one layer's binding, the
+whole-loop runner, and the compiled DropConnect helpers (:func:`random_words`, :func:`masked`; used by
+:mod:`.dropconnect`).
 
 ``pip install`` compiles the C file when a compiler is present (setup.py; optional, so an install never fails for
-want of one). :func:`usable` tells :class:`~onlstm_tasks.encoders.onlstm.layer_pass.LayerPass` whether a layer may run
-its per-step element-wise work through it: the library was built and loads, the tensors are float32 on the CPU, and
-``ONLSTM_FUSED_STEP`` is not ``0``. Otherwise (CUDA, float64, no compiler) the pure-PyTorch loop runs; both follow
-the same conventions and are tested against each other and against the reference cell.
+want of one). Three back ends run a layer pass (:class:`~onlstm_tasks.encoders.onlstm.layer_pass.LayerPass`), fastest
+first:
 
-The recurrent matrix product of each step stays a PyTorch call; only the dozen element-wise operations after it
-(and, in the backward, the twenty before the next product) become one C call. The call goes through ctypes with
-a prepared argument block, so that building needs no PyTorch headers and nothing compiles at import. A library
-whose ``onlstm_step_abi()`` differs from :data:`ABI` (a build older than its source: rerun ``pip install``) is
-not used.
+- the whole loop (:func:`loop_usable`): one compiled call runs every time step of a layer, recurrent matrix products
+  included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products go
+  through the ``sgemm_`` of the BLAS linked into PyTorch (MKL in the x86-64 wheels), found at run time with ctypes
+  and checked on a small product (``onlstm_gemm_check``), so that building still needs no PyTorch or BLAS headers.
+  With two or more threads the work is cut into two pieces that never synchronise (:func:`loop_pieces`: the two
+  directions of a bidirectional layer, or two blocks of rows of a unidirectional one, since the rows of an RNN never
+  interact) and the pieces run at the same time on two threads (ctypes releases the GIL), each product on one BLAS
+  thread (MKL's ``MKL_Set_Num_Threads_Local``). ``ONLSTM_WHOLE_LOOP=0`` turns this path off;
+- the per-step path (:func:`usable`, when the whole loop is not): each step's recurrent product is a PyTorch
+  ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the backward)
+  one compiled call; used where PyTorch's BLAS exports no usable ``sgemm_``;
+- the PyTorch loop (:mod:`.steps_torch`): CUDA, float64, no compiler, or ``ONLSTM_FUSED_STEP=0`` (which turns every
+  compiled path off).
+
+All three follow the same conventions and are tested against each other and against the reference cell. The calls
+go through ctypes with prepared argument blocks, so nothing compiles at import. A library whose
+``onlstm_step_abi()`` differs from :data:`ABI` (a build older than its source: rerun ``pip install``) is not used.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import torch
@@ -28,7 +42,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 4  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 6  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -84,11 +98,45 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_dropconnect.restype = None
     lib.onlstm_random_words.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.onlstm_random_words.restype = None
+    lib.onlstm_forward_loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.onlstm_forward_loop.restype = ctypes.c_int
+    lib.onlstm_backward_loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.onlstm_backward_loop.restype = ctypes.c_int
+    lib.onlstm_gemm_check.argtypes = [ctypes.c_void_p]
+    lib.onlstm_gemm_check.restype = ctypes.c_int
     return lib
 
 
+def _torch_blas() -> tuple[int, int] | None:
+    """Addresses of ``sgemm_`` and of MKL's ``MKL_Set_Num_Threads_Local`` (0 when absent) in the BLAS linked into
+    PyTorch (MKL in the x86-64 CPU wheels), or None when there is no usable ``sgemm_`` (other builds: the whole-loop
+    path then stays off and the per-step path runs). Checked on a small product by ``onlstm_gemm_check``."""
+    if _LIB is None or sys.byteorder != "little":  # integers are passed as int64 read by an LP64 or ILP64 BLAS
+        return None
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for path in sorted(glob.glob(os.path.join(lib_dir, "*torch_cpu*"))):
+        try:
+            blas = ctypes.CDLL(path)  # already loaded by torch: this only opens a handle
+            gemm = ctypes.cast(blas.sgemm_, ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            continue
+        # MKL's C function (mkl_service.h #defines mkl_set_num_threads_local to it; the lower-case symbol is the
+        # Fortran interface, which takes a pointer)
+        threads = getattr(blas, "MKL_Set_Num_Threads_Local", None)
+        threads = ctypes.cast(threads, ctypes.c_void_p).value if threads is not None else 0
+        if _LIB.onlstm_gemm_check(gemm) != 0:
+            log.warning("sgemm_ in %s does not compute what it should; the ON-LSTM runs its per-step loop", path)
+            return None
+        return gemm, threads or 0
+    log.debug("no sgemm_ in PyTorch's libraries; the ON-LSTM runs its per-step loop")
+    return None
+
+
 _LIB = _load()
+_BLAS = _torch_blas()
 _enabled = os.environ.get(ENV, "1") != "0"
+LOOP_ENV = "ONLSTM_WHOLE_LOOP"
+_loop_enabled = os.environ.get(LOOP_ENV, "1") != "0"
 
 
 def built() -> bool:
@@ -106,15 +154,26 @@ def on_cpu(device: torch.device) -> bool:
     return _enabled and _LIB is not None and device.type == "cpu"
 
 
+def loop_usable(x: torch.Tensor) -> bool:
+    """Whether a layer over ``x`` may run its whole time loop in one compiled call (:class:`LayerLoop`): the
+    compiled step is usable, PyTorch's BLAS exports a working ``sgemm_``, and ``ONLSTM_WHOLE_LOOP`` is not ``0``
+    (otherwise the per-step compiled path runs)."""
+    return _loop_enabled and _BLAS is not None and usable(x)
+
+
 @contextmanager
-def switched(on: bool) -> Iterator[None]:
-    """Turns the compiled step on or off within the block (tests and benchmarks compare the two paths)."""
-    global _enabled
-    before, _enabled = _enabled, on
+def switched(on: bool, loop: bool | None = None) -> Iterator[None]:
+    """Turns the compiled step on or off within the block (tests and benchmarks compare the paths); ``loop``
+    turns the whole-loop path on or off too (None: leave it as it is)."""
+    global _enabled, _loop_enabled
+    before = _enabled, _loop_enabled
+    _enabled = on
+    if loop is not None:
+        _loop_enabled = loop
     try:
         yield
     finally:
-        _enabled = before
+        _enabled, _loop_enabled = before
 
 
 def strided(buf: torch.Tensor) -> _Strided:
@@ -188,6 +247,15 @@ class FusedSteps:
     def __call__(self, t: int, rows: int) -> None:
         self._step(self._refs[t % len(self._refs)], t, rows)
 
+    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int) -> None:
+        """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): for t > 0 the recurrent
+        product with ``weight`` [K, H, G] (the scaled recurrent weights transposed, contiguous) added into step t's
+        pre-activations, then its element-wise work. Step 0's product from a given initial state is the caller's."""
+        even, odd = self._refs[0], self._refs[-1]
+        loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
+                       + 2 * self._contexts[0].levels)
+        _run_pieces(_LIB.onlstm_forward_loop, [(even, odd, ctypes.byref(lp)) for lp in loops])
+
 
 class FusedBackwardSteps:
     """The compiled backward of a step bound to one layer's buffers: ``steps(t, rows, carry_rows)`` writes
@@ -209,3 +277,85 @@ class FusedBackwardSteps:
 
     def __call__(self, t: int, rows: int, carry_rows: int) -> None:
         self._step(self._ref, t, rows, carry_rows)
+
+    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, last_carry: int) -> None:
+        """Every step's backward, last first, in compiled calls (see :meth:`FusedSteps.run_all`): for t + 1 < stop
+        dL/dh_t gets the recurrent part (step t + 1's dL/d(pre-activations) times ``weight`` [K, G, H], the
+        unscaled recurrent weights, contiguous), then step t's element-wise backward; after the last step the first
+        ``last_carry`` rows read dL/dc from ``carry``."""
+        ctx = self._context
+        loops = _loops(weight, rows_at, stop, ctx.dirs, 4 * ctx.hidden + 4 * ctx.levels)
+        _run_pieces(_LIB.onlstm_backward_loop, [(self._ref, ctypes.byref(lp), last_carry) for lp in loops])
+
+
+class _Loop(ctypes.Structure):
+    """The C ``loop`` struct, field for field."""
+
+    _fields_ = [
+        ("gemm", ctypes.c_void_p), ("set_threads", ctypes.c_void_p), ("threads", ctypes.c_int64),
+        ("weight", ctypes.c_void_p), ("weight_sk", ctypes.c_int64), ("rows_at", ctypes.c_void_p),
+        ("stop", ctypes.c_int64), ("k_begin", ctypes.c_int64), ("k_end", ctypes.c_int64),
+        ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p),
+    ]
+
+
+MIN_SPLIT_ROWS = 8  # a unidirectional layer with fewer rows is not split over two threads
+
+
+def loop_pieces(dirs: int, rows_at: list[int], threads: int | None = None) -> list[tuple[int, int, int, int]]:
+    """How a layer's time loop is shared among threads: ``(k_begin, k_end, r_begin, r_end)`` per piece, each
+    piece one compiled call. The rows of an RNN never interact, so pieces need no synchronisation between steps:
+    with two or more threads, the two directions of a bidirectional layer, or the rows of a unidirectional one cut
+    where the (step, row) pairs halve (rows are sorted longest first). One thread, or few rows: one piece."""
+    threads = torch.get_num_threads() if threads is None else threads
+    batch = rows_at[0]
+    if threads < 2:
+        return [(0, dirs, 0, batch)]
+    if dirs == 2:
+        return [(0, 1, 0, batch), (1, 2, 0, batch)]
+    if dirs != 1 or batch < MIN_SPLIT_ROWS:
+        return [(0, dirs, 0, batch)]
+    total, cut = sum(rows_at), 1
+    while cut < batch and 2 * sum(min(n, cut) for n in rows_at) < total:
+        cut += 1
+    return [(0, 1, 0, cut), (0, 1, cut, batch)]
+
+
+def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int) -> list[_Loop]:
+    """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`), each with its own scratch; they and
+    the tensors they point into are kept alive on the structs (``_keep``)."""
+    if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 3:
+        raise ValueError("the compiled loop reads contiguous float32 [K, n, m] weights")
+    gemm, set_threads = _BLAS
+    rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
+    pieces = loop_pieces(dirs, rows_at)
+    threads = max(1, torch.get_num_threads() // len(pieces))
+    loops = []
+    for k_begin, k_end, r_begin, r_end in pieces:
+        buf = torch.empty(scratch, dtype=torch.float32)
+        lp = _Loop(gemm=gemm, set_threads=set_threads or None, threads=threads, weight=weight.data_ptr(),
+                   weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop, k_begin=k_begin, k_end=k_end,
+                   r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr())
+        lp._keep = (weight, rows, buf)
+        loops.append(lp)
+    return loops
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _run_pieces(fn, calls: list[tuple]) -> None:
+    """``fn(*args)`` for every ``args`` of ``calls``: the first on this thread, the others on a small thread pool
+    at the same time (ctypes releases the GIL during each call). The pool is made again after a fork."""
+    global _POOL
+    if len(calls) == 1:
+        fn(*calls[0])
+        return
+    if _POOL is None or _POOL[0] != os.getpid() or _POOL[1]._max_workers < len(calls) - 1:
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=len(calls) - 1, thread_name_prefix="onlstm-loop"))
+    futures = [_POOL[1].submit(fn, *args) for args in calls[1:]]
+    try:
+        fn(*calls[0])
+    finally:
+        for future in futures:
+            future.result()

@@ -4,18 +4,17 @@ The forward computes the input projection of every step in one matmul, then runs
 step's activations in place into preallocated buffers. The backward walks the steps in reverse carrying only
 ``dL/dc`` and ``dL/dh``, writes each step's ``dL/d(pre-activation)`` into one [K, T, B, G] tensor and ends with three
 big matmuls (``dW_hh``, ``dW_ih``, ``dx``). Without gradients the loop runs on scratch buffers and saves nothing.
-Every step is a handful of whole-batch tensor operations, so the Python loop costs little next to them.
 
 The maths, the gate layout and the regrouped update with its three rewrites (doubled cell-candidate rows, negated
 input/forget rows, doubled cell state) are in :mod:`.equations`.
 
 Where the code is: this module holds the autograd Functions; :mod:`.layer_pass` one layer's forward and backward
-pass (buffers, time loop, recurrent products) and :mod:`.runs` the runs of steps it walks; two back ends run a
-step's element-wise work (after its recurrent product, which is always a PyTorch ``baddbmm``): PyTorch operations
-on whole-batch views (:mod:`.steps_torch`), or one call of the compiled step (``_onlstm_step.c`` through
-:mod:`.compiled`) for float32 on the CPU when it was built. The back ends read and write the same buffers in the same
-conventions; the compiled one makes inference 15-20% faster and training 10-20% faster at NER shapes
-(scripts/benchmark_encoders.py prints both).
+pass (buffers, time loop, recurrent products) and :mod:`.runs` the runs of steps it walks. For float32 on the CPU
+with the compiled library built, the whole time loop, recurrent products included, runs in one compiled call per
+layer (per direction or block of rows with two threads; ``_onlstm_step.c`` through :mod:`.compiled`); otherwise the
+loop is Python's, each step's recurrent product a PyTorch ``baddbmm`` and its element-wise work either one compiled
+call or PyTorch operations on whole-batch views (:mod:`.steps_torch`). Every back end reads and writes the same
+buffers in the same conventions; scripts/benchmark_encoders.py times all three.
 
 Padding: rows are sorted by length (longest first) and ``batch_sizes[t]`` rows are running at step t. A run of
 steps is computed on the first ``n`` rows, ``n`` those running at its first step; rows that end inside the run

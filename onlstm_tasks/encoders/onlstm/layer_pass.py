@@ -35,9 +35,10 @@ def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch
         scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
 
 
-def _fused_forward_steps(layer: PassLayout, acts, h, masters):
-    """The element-wise work of step t as one call of the compiled step (see :mod:`.compiled`); ``fn(t)`` as
-    :func:`.steps_torch.forward_steps`, writing the same buffers."""
+def _fused_forward_steps(layer: PassLayout, acts, h, masters) -> compiled.FusedSteps:
+    """The compiled step bound to the layer's buffers (see :mod:`.compiled`): ``fn(t, rows)`` runs step t's
+    element-wise work as :func:`.steps_torch.forward_steps` does, writing the same buffers; ``fn.run_all`` runs every
+    step, recurrent products included."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     if layer.save:
         acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
@@ -47,27 +48,24 @@ def _fused_forward_steps(layer: PassLayout, acts, h, masters):
     else:  # two slots [K, B, H], one written while the other is read
         slots = layer.cells[..., 1, :].unbind(0)
         c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
-    steps_fn = compiled.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
-                                     master=masters.flatten(-2), c_slots=c_slots, saved=saved)
-    rows_at = layer.rows_at
-    return lambda t: steps_fn(t, rows_at[t])
+    return compiled.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
+                               master=masters.flatten(-2), c_slots=c_slots, saved=saved)
 
 
 def _fused_backward_steps(layer: PassLayout, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
-    """:func:`.steps_torch.backward_steps` as one call of the compiled step's backward per step."""
+    """The compiled step's backward bound to the layer's buffers: ``fn(t, rows, carry_rows)`` does what
+    :func:`.steps_torch.backward_steps` does for step t; ``fn.run_all`` runs every step, recurrent products
+    included."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     acts, masters, probs, cells, tanh_c, eff, omega = saved
     carry = d_h.new_empty(dirs, batch, hidden)  # dL/dc, updated in place from step to step
     if grad_c_last is not None:
         carry.copy_(grad_c_last)
-    backward = compiled.FusedBackwardSteps(
+    return compiled.FusedBackwardSteps(
         hidden=hidden, levels=levels, symmetric=layer.symmetric, d_h=d_h, act=acts, tanh_c=tanh_c,
         cells=cells.flatten(-2), eff=eff.flatten(-2), omega=omega, master=masters.flatten(-2),
         prob=probs.flatten(-2), d_pre=d_pre, carry=carry,
         d_const=None if d_logits_const is None else d_logits_const.flatten(-2))
-    rows_at, stop = layer.rows_at, layer.stop
-    last_carry = batch if grad_c_last is not None else 0
-    return lambda t: backward(t, rows_at[t], rows_at[t + 1] if t + 1 < stop else last_carry)
 
 
 class LayerPass:
@@ -115,16 +113,21 @@ class LayerPass:
             cells = new(2, dirs, batch, 2, hidden)
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
-        back_end = _fused_forward_steps if compiled.usable(x) else torch_steps.forward_steps
-        elementwise = back_end(self, acts, h, masters)
-
-        a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
         if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
-            a_all[0].baddbmm_(h_init, w_hh_t)
-        for t in range(stop):
-            if t:
-                a_all[t].baddbmm_(h_prevs[t], w_hh_t)
-            elementwise(t)
+            acts[:, 0].baddbmm_(h_init, w_hh_t)
+        if compiled.loop_usable(x):  # the whole time loop, recurrent products included, in compiled calls
+            _fused_forward_steps(self, acts, h, masters).run_all(w_hh_t.contiguous(), self.rows_at, stop)
+        else:
+            if compiled.usable(x):
+                fused, rows_at = _fused_forward_steps(self, acts, h, masters), self.rows_at
+                elementwise = lambda t: fused(t, rows_at[t])  # noqa: E731
+            else:
+                elementwise = torch_steps.forward_steps(self, acts, h, masters)
+            a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
+            for t in range(stop):
+                if t:
+                    a_all[t].baddbmm_(h_prevs[t], w_hh_t)
+                elementwise(t)
 
         means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
         d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
@@ -174,10 +177,18 @@ class LayerPass:
                 g = g * valid[..., None]
             d_logits_const = torch._softmax_backward_data(g.unsqueeze(-1) * k.sum(1), probs, 4, dtype)
 
-        elementwise = (_fused_backward_steps if compiled.usable(h) else torch_steps.backward_steps)(
-            self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
-        d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
         rows_at = self.rows_at
+        if compiled.loop_usable(h):  # the whole time loop, recurrent products included, in compiled calls
+            fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+            fused.run_all(weight_hh.contiguous(), rows_at, stop, batch if grad_c_last is not None else 0)
+            return d_pre
+        if compiled.usable(h):
+            fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+            last_carry = batch if grad_c_last is not None else 0
+            elementwise = lambda t: fused(t, rows_at[t], rows_at[t + 1] if t + 1 < stop else last_carry)  # noqa: E731
+        else:
+            elementwise = torch_steps.backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+        d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
         for t in reversed(range(stop)):
             if t + 1 < stop:  # the recurrent part of dL/dh_t
                 n, n_next = rows_at[t], rows_at[t + 1]

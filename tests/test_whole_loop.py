@@ -1,0 +1,220 @@
+"""The whole-loop path of the compiled ON-LSTM (a layer's time loop, recurrent products included, in one compiled
+call per direction or half of the rows; ``onlstm_forward_loop`` / ``onlstm_backward_loop`` in ``_onlstm_step.c``)
+against the reference cell, the float64 reference and the PyTorch loop, with one and with two threads (two threads
+split the work: directions, or the rows of a unidirectional layer).
+
+The compiled code is float32 only, so its gradients are checked against the float64 reference cell's at float32
+tolerance; the float64 ``gradcheck`` runs on the PyTorch loop (``test_onlstm_fast.test_gradcheck_through_the_function``
+and ``test_state_carry``), which these tests tie the compiled paths to. Marked ``compiled`` as test_fused_step.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_fused_step import compiled_only, layer_args, on_path
+from test_onlstm_fast import batch, compare_with_reference, loss_fn
+
+from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction
+from onlstm_tasks.encoders.onlstm.reference import reference_encode
+
+needs_loop = pytest.mark.skipif(compiled_step.built() and compiled_step._BLAS is None,
+                                reason="PyTorch's BLAS exports no usable sgemm_ (the per-step path runs instead)")
+MIXED = [7, 9, 1, 8, 9, 5, 2, 8, 9, 3]  # ten rows: a unidirectional layer is split over two threads
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the whole-loop calls (forward, backward), so that a test knows the path really ran."""
+    calls = {"forward": 0, "backward": 0}
+    for cls, name in ((compiled_step.FusedSteps, "forward"), (compiled_step.FusedBackwardSteps, "backward")):
+        original = cls.run_all
+
+        def run_all(self, *args, _original=original, _name=name):
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(cls, "run_all", run_all)
+    return calls
+
+
+@compiled_only
+@needs_loop
+@pytest.mark.parametrize("master_input", ["paper", "symmetric"])
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (False, 2), (True, 1), (True, 2)])
+@pytest.mark.parametrize("lengths", [MIXED, [9] * 10, [6, 3, 6, 2]], ids=["mixed", "full", "padding-at-the-end"])
+def test_whole_loop_matches_the_reference_cell(threads, counted, master_input, bidirectional, num_layers, lengths):
+    torch.manual_seed(0)
+    enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input)
+    x, mask = batch(torch.float32, lengths=lengths)
+    with on_path("loop"):
+        compare_with_reference(enc, x, mask)
+    assert counted["forward"] == num_layers and counted["backward"] == num_layers
+
+
+@compiled_only
+@needs_loop
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 2), (True, 2)])
+def test_whole_loop_gradients_are_the_float64_references(threads, bidirectional, num_layers):
+    """Outputs and gradients of the float32 whole loop against the float64 reference cell (same weights): within
+    float32 rounding. The float64 gradcheck of the same equations runs on the PyTorch loop."""
+    torch.manual_seed(3)
+    enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional)
+    enc64 = copy.deepcopy(enc).double()
+    x, mask = batch(torch.float64, lengths=MIXED)
+    x32 = x.float().requires_grad_()
+    x64 = x.clone().requires_grad_()
+    with on_path("loop"):
+        out = enc(x32, mask)
+        outputs = (out.hidden, out.distances, out.input_distances)
+        # the loss's random weights in float64 for both (loss_fn draws them in the outputs' dtype)
+        grads = torch.autograd.grad(loss_fn(*(o.double() for o in outputs)), [x32, *enc.parameters()])
+    ref = reference_encode(enc64, x64, mask)
+    ref_grads = torch.autograd.grad(loss_fn(*ref), [x64, *enc64.parameters()])
+    for got, want in zip(outputs, ref):
+        torch.testing.assert_close(got.double(), want, rtol=0, atol=1e-5)
+    names = ["x", *(n for n, _ in enc.named_parameters())]
+    for name, got, want in zip(names, grads, ref_grads):
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4, msg=lambda m: f"gradient of {name}: {m}")
+
+
+@compiled_only
+@needs_loop
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("dirs", [1, 2])
+def test_whole_loop_carries_state_like_the_pytorch_loop(threads, counted, symmetric, dirs):
+    """The carry Function (a language model's windows) from a nonzero state: outputs, final cell and every
+    gradient, the final cell's included, as the PyTorch loop computes them."""
+    steps, rows, hidden, levels = 6, 10, 24, 3
+    args = [a.requires_grad_() for a in layer_args(dirs, steps, rows, 7, hidden, levels, seed=8)]
+    g = torch.Generator().manual_seed(9)
+    state = (torch.randn(dirs, rows, hidden, generator=g), torch.randn(dirs, rows, hidden, generator=g))
+    w_h, w_c = torch.randn(dirs, steps, rows, hidden, generator=g), torch.randn(dirs, rows, hidden, generator=g)
+    results = []
+    for path in ("loop", "pytorch"):
+        with on_path(path):
+            h, d_forget, d_input, c_last = ONLSTMCarryFunction.apply(*args, symmetric, *state)
+            loss = (h * w_h).sum() + (c_last * w_c).sum() + d_forget.sum() + d_input.pow(2).sum()
+            results.append(((h, d_forget, d_input, c_last), torch.autograd.grad(loss, args)))
+    (outs, grads), (want_outs, want_grads) = results
+    for got, want in zip((*outs, *grads), (*want_outs, *want_grads)):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert counted == {"forward": 1, "backward": 1}
+
+
+@compiled_only
+@needs_loop
+def test_encoder_stream_windows_on_the_whole_loop(threads):
+    """ONLSTM with state carry (LM stream mode): two windows chained by the state equal one run over both, and the
+    per-step path, in inference and in training."""
+    torch.manual_seed(4)
+    enc = ONLSTM(5, [16, 8], 4, num_layers=2)
+    x = torch.randn(10, 12, 5)
+    with on_path("loop"), torch.no_grad():
+        whole = enc(x).hidden
+        first = enc(x[:, :6])
+        second = enc(x[:, 6:], state=first.state)
+    torch.testing.assert_close(torch.cat((first.hidden, second.hidden), 1), whole, rtol=0, atol=1e-5)
+    grads = []
+    for path in ("loop", "step"):
+        with on_path(path):
+            out = enc(x[:, 6:].requires_grad_(), state=first.state)
+            grads.append(torch.autograd.grad(out.hidden.pow(2).sum(), list(enc.parameters())))
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@compiled_only
+@needs_loop
+def test_whole_loop_with_dropconnect_matches_the_reference_on_the_sampled_weights(threads):
+    torch.manual_seed(5)
+    enc = ONLSTM(5, 16, 4, bidirectional=True, dropconnect=0.3).train()
+    x, mask = batch(torch.float32, lengths=MIXED)
+    with on_path("loop"):
+        torch.manual_seed(6)
+        weights = enc.recurrent_weights()  # what a forward pass under this seed samples
+
+        def fast(x):
+            torch.manual_seed(6)
+            return enc(x, mask)
+
+        compare_with_reference(enc, x, mask, recurrent_weights=weights, fast_out=fast)
+
+
+@compiled_only
+@needs_loop
+@pytest.mark.parametrize("batch_sizes", [[8, 8, 7, 6, 6, 3, 1, 0], [1] * 4, [20] * 3])
+def test_layer_function_on_both_compiled_paths(threads, batch_sizes):
+    """The layer Function straight: every output and gradient of the whole loop equals the per-step path's."""
+    steps, rows = len(batch_sizes), batch_sizes[0]
+    args = [a.requires_grad_() for a in layer_args(1, steps, rows, 7, 24, 3, seed=10)]
+    weights = torch.randn(1, steps, rows, 24, generator=torch.Generator().manual_seed(11))
+    results = []
+    for path in ("loop", "step"):
+        with on_path(path):
+            h, d_forget, d_input = ONLSTMLayerFunction.apply(*args, batch_sizes, False)
+            loss = (h * weights).sum() + d_forget.sum() + d_input.sum()
+            results.append((h, d_forget, d_input, *torch.autograd.grad(loss, args)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_loop_pieces_share_the_work_without_synchronisation():
+    full = [32] * 40
+    assert compiled_step.loop_pieces(1, full, threads=1) == [(0, 1, 0, 32)]
+    assert compiled_step.loop_pieces(2, full, threads=1) == [(0, 2, 0, 32)]
+    assert compiled_step.loop_pieces(2, full, threads=2) == [(0, 1, 0, 32), (1, 2, 0, 32)]
+    assert compiled_step.loop_pieces(1, full, threads=2) == [(0, 1, 0, 16), (0, 1, 16, 32)]
+    assert compiled_step.loop_pieces(1, [4] * 9, threads=2) == [(0, 1, 0, 4)]  # too few rows to split
+    # sorted mixed lengths: the cut halves the (step, row) pairs, so it lies below the middle row
+    ragged = [10] * 5 + [6] * 5 + [2] * 10
+    (_, _, _, cut), (_, _, start, end) = compiled_step.loop_pieces(1, ragged, threads=2)
+    assert cut == start and end == 10 and cut < 5
+    work = [sum(min(n, cut) for n in ragged), sum(max(0, n - cut) for n in ragged)]
+    assert abs(work[0] - work[1]) <= 2 * len(ragged)
+
+
+@compiled_only
+def test_without_sgemm_the_per_step_path_runs(monkeypatch, counted):
+    """Builds of PyTorch whose BLAS exports no sgemm_ keep the per-step compiled path (and its results)."""
+    monkeypatch.setattr(compiled_step, "_BLAS", None)
+    with compiled_step.switched(True, loop=True):
+        assert not compiled_step.loop_usable(torch.zeros(1))
+        assert compiled_step.usable(torch.zeros(1))
+        torch.manual_seed(0)
+        enc = ONLSTM(5, 16, 4, bidirectional=True)
+        x, mask = batch(torch.float32, lengths=MIXED)
+        compare_with_reference(enc, x, mask)
+    assert counted == {"forward": 0, "backward": 0}
+
+
+@compiled_only
+@needs_loop
+def test_the_whole_loop_is_used_only_where_it_applies():
+    with compiled_step.switched(True, loop=True):  # whatever the environment says
+        assert compiled_step.loop_usable(torch.zeros(1))
+        assert not compiled_step.loop_usable(torch.zeros(1, dtype=torch.float64))
+    with compiled_step.switched(True, loop=False):
+        assert not compiled_step.loop_usable(torch.zeros(1)) and compiled_step.usable(torch.zeros(1))
+    with compiled_step.switched(False):
+        assert not compiled_step.loop_usable(torch.zeros(1))
+    code = "from onlstm_tasks.encoders.onlstm import compiled; import torch; x = torch.zeros(1); " \
+           "print(compiled.loop_usable(x), compiled.usable(x))"
+    env = {**os.environ, compiled_step.LOOP_ENV: "0", compiled_step.ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
