@@ -10,10 +10,11 @@ first:
   included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products go
   through the ``sgemm_`` of the BLAS linked into PyTorch (MKL in the x86-64 wheels), found at run time with ctypes
   and checked on a small product (``onlstm_gemm_check``), so that building still needs no PyTorch or BLAS headers.
-  With two or more threads the work is cut into two pieces that never synchronise (:func:`loop_pieces`: the two
-  directions of a bidirectional layer, or two blocks of rows of a unidirectional one, since the rows of an RNN never
-  interact) and the pieces run at the same time on two threads (ctypes releases the GIL), each product on one BLAS
-  thread (MKL's ``MKL_Set_Num_Threads_Local``). ``ONLSTM_WHOLE_LOOP=0`` turns this path off;
+  With two or more threads the two directions of a bidirectional layer run at the same time on two threads
+  (:func:`loop_pieces`; they never synchronise; ctypes releases the GIL), each product on one BLAS thread (MKL's
+  ``MKL_Set_Num_Threads_Local``); a unidirectional layer runs as one piece whose products use every thread (cutting
+  its rows into two pieces measured 20-30% slower at NER shapes on 2 cores). ``ONLSTM_WHOLE_LOOP=0`` turns this
+  path off;
 - the per-step path (:func:`usable`, when the whole loop is not): each step's recurrent product is a PyTorch
   ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the backward)
   one compiled call; used where PyTorch's BLAS exports no usable ``sgemm_``;
@@ -299,26 +300,17 @@ class _Loop(ctypes.Structure):
     ]
 
 
-MIN_SPLIT_ROWS = 8  # a unidirectional layer with fewer rows is not split over two threads
-
-
 def loop_pieces(dirs: int, rows_at: list[int], threads: int | None = None) -> list[tuple[int, int, int, int]]:
     """How a layer's time loop is shared among threads: ``(k_begin, k_end, r_begin, r_end)`` per piece, each
-    piece one compiled call. The rows of an RNN never interact, so pieces need no synchronisation between steps:
-    with two or more threads, the two directions of a bidirectional layer, or the rows of a unidirectional one cut
-    where the (step, row) pairs halve (rows are sorted longest first). One thread, or few rows: one piece."""
+    piece one compiled call. With two or more threads the two directions of a bidirectional layer are two pieces
+    (they never synchronise); otherwise one piece. A unidirectional layer is not cut by rows: at NER shapes on 2
+    cores (B 32, T 40, H 256) two row blocks on one BLAS thread each took 20-30% longer than one piece whose
+    products use both threads (measured with ``scripts/benchmark_encoders.py --threads 2``)."""
     threads = torch.get_num_threads() if threads is None else threads
     batch = rows_at[0]
-    if threads < 2:
-        return [(0, dirs, 0, batch)]
-    if dirs == 2:
+    if threads >= 2 and dirs == 2:
         return [(0, 1, 0, batch), (1, 2, 0, batch)]
-    if dirs != 1 or batch < MIN_SPLIT_ROWS:
-        return [(0, dirs, 0, batch)]
-    total, cut = sum(rows_at), 1
-    while cut < batch and 2 * sum(min(n, cut) for n in rows_at) < total:
-        cut += 1
-    return [(0, 1, 0, cut), (0, 1, cut, batch)]
+    return [(0, dirs, 0, batch)]
 
 
 def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int) -> list[_Loop]:
