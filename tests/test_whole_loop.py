@@ -212,3 +212,15 @@ def test_the_whole_loop_is_used_only_where_it_applies():
     env = {**os.environ, compiled_step.LOOP_ENV: "0", compiled_step.ENV: "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_index_maps_made_in_inference_mode_never_reach_autograd():
+    """A full batch's index maps are kept across forward passes; those made under torch.inference_mode() (the Python
+    API predicts so) must not be reused by a later training pass (inference tensors cannot be saved for backward)."""
+    torch.manual_seed(0)
+    encoder = ONLSTM(6, hidden_size=8, chunk_size=4)
+    x = torch.randn(3, 5, 6)
+    with torch.inference_mode():
+        encoder(x)
+    out = encoder(x.clone().requires_grad_())
+    out.hidden.sum().backward()

@@ -49,7 +49,9 @@ class BatchPlan:
     def maps(self, dirs: int) -> tuple[torch.Tensor, ...]:
         """(input, output, distance) row indices for ``dirs`` directions, each followed by its inverse(s). Those of
         full batches depend on the shape alone and are kept across forward passes (:data:`_FULL_MAPS`)."""
-        full_key = (self.batch, self.steps, dirs, self.device) if self.full else None
+        # tensors made under torch.inference_mode() cannot be saved for backward: the mode is part of the key
+        inference = torch.is_inference_mode_enabled()
+        full_key = (self.batch, self.steps, dirs, self.device, inference) if self.full else None
         if dirs not in self._maps and full_key in _FULL_MAPS:
             self._maps[dirs] = _FULL_MAPS[full_key]
         if dirs not in self._maps:
@@ -80,7 +82,8 @@ class BatchPlan:
         return self._maps[dirs]
 
 
-# index maps of full batches by (batch, steps, dirs, device): read-only tensors, shared by forward passes
+# index maps of full batches by (batch, steps, dirs, device, inference mode): read-only tensors, shared by
+# forward passes
 _FULL_MAPS: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
 
