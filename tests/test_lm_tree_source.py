@@ -70,9 +70,9 @@ def toy_sentences(n: int, seed: int = 3) -> list[list[str]]:
     return sentences
 
 
-def probe_heads(path, sentences, layer: int, how: str) -> list[list[int]]:
+def probe_heads(path, sentences, layer: int, how: str, gate: str = "forget") -> list[list[int]]:
     """0-based heads (root -> itself) of the trees ``onlstm-trees`` induces from the checkpoint."""
-    distances = load_probe(path).distances(sentences, batch_size=3)
+    distances = load_probe(path).distances(sentences, batch_size=3, which=gate)
     out = []
     for d in distances:
         heads = distances_to_heads(combine_directions(d, how, dim=1)[layer].tolist())
@@ -80,14 +80,18 @@ def probe_heads(path, sentences, layer: int, how: str) -> list[list[int]]:
     return out
 
 
-@pytest.mark.parametrize(("layer", "how"), [(-1, "mean"), (0, "forward"), (1, "backward")])
-def test_lm_heads_equal_those_the_probe_induces_from_the_checkpoint(lm_path, layer, how):
+@pytest.mark.parametrize(("layer", "how", "gate"), [(-1, "mean", "forget"), (0, "forward", "forget"),
+                                                    (1, "backward", "forget"), (0, "mean", "input")])
+def test_lm_heads_equal_those_the_probe_induces_from_the_checkpoint(lm_path, layer, how, gate):
     sentences = toy_sentences(12)
-    source = TreeSource("lm", distance_layer=layer, direction_combination=how, lm_checkpoint=str(lm_path))
+    source = TreeSource("lm", distance_layer=layer, direction_combination=how, lm_checkpoint=str(lm_path),
+                        distance_gate=gate)
     trees = LanguageModelTrees.from_checkpoint(str(lm_path), source)
     mask = words_to_batch(sentences, ["<pad>", "<unk>"], ["<pad>", "<unk>"]).mask
     heads = trees.heads(sentences, mask)
-    expected = probe_heads(lm_path, sentences, layer, how)
+    expected = probe_heads(lm_path, sentences, layer, how, gate)
+    if gate != "forget":  # the other gate gives other trees: the field is read, not ignored
+        assert expected != probe_heads(lm_path, sentences, layer, how)
     got = [heads[row, : len(words)].tolist() for row, words in enumerate(sentences)]
     assert got == expected
     assert len({tuple(h) for h in got}) > 1  # not a degenerate tree for every sentence

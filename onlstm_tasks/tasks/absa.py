@@ -188,7 +188,7 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         mask = batch.tokens.mask
         encoded = encode(encoder, self.embedder(batch.tokens), mask, self.tree_heads(batch))
         return induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
-                                   source.direction_combination)
+                                   source.direction_combination, gate=source.distance_gate)
 
     def tree_heads(self, batch) -> torch.Tensor | None:
         """The heads the head reads: the frozen language model's (``tree_source: lm``), else the batch's gold heads

@@ -6,9 +6,9 @@ task model is put in (no dropout: a sentence always gets the same tree), and the
 optimiser. For a batch of raw token lists it frames each sentence as the language model read sentences in training
 (``LanguageModel.sentence_frame``: ``<eos>`` on both sides), looks the words up in the language model's vocabulary
 with its data module's word normalisation (unknown words -> its ``<unk>``), runs the encoder under
-``torch.no_grad()`` and reads layer ``distance_layer`` of the words' distances, directions merged by
-``direction_combination`` (the tree source's fields): the same distances, so the same trees, as ``onlstm-trees``
-and :class:`~onlstm_tasks.probing.probe.EncoderProbe` induce from that checkpoint for the same sentences.
+``torch.no_grad()`` and reads layer ``distance_layer`` of the words' distances from master gate
+``distance_gate``, directions merged by ``direction_combination`` (the tree source's fields): the same distances,
+so the same trees, as ``onlstm-trees`` and :class:`~onlstm_tasks.probing.probe.EncoderProbe` induce from that checkpoint for the same sentences.
 
 The distances of each sentence are cached (keyed by its words; cleared when weights are loaded), so the language
 model runs once per distinct sentence, not once per epoch.
@@ -60,7 +60,7 @@ def lm_tree_source(model: nn.Module) -> TreeSource | None:
     sources = {s for s in sources if isinstance(s, TreeSource) and s.kind == "lm"}
     if len(sources) > 1:
         raise ConfigError(f"the model has tree sources of kind lm that differ ({sorted(map(str, sources))}); give "
-                          "them the same lm_checkpoint, distance_layer and direction_combination")
+                          "them the same lm_checkpoint, distance_layer, direction_combination and distance_gate")
     return next(iter(sources), None)
 
 
@@ -113,8 +113,9 @@ class LanguageModelTrees(nn.Module):
         config, weights = _lm_config(path)
         module = cls(config, source)
         module.load_state_dict({k[len("net."):]: v for k, v in weights.items()})
-        log.info("tree_source lm: trees of %s (layer %d, directions %s; %d-word vocabulary), frozen", path,
-                 source.distance_layer, source.direction_combination, len(config["word_vocab"]))
+        log.info("tree_source lm: trees of %s (layer %d, directions %s, master %s gate; %d-word vocabulary), frozen",
+                 path, source.distance_layer, source.direction_combination, source.distance_gate,
+                 len(config["word_vocab"]))
         return module
 
     def config_json(self) -> str:
@@ -153,7 +154,7 @@ class LanguageModelTrees(nn.Module):
         missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if missing:
             encoded, mask = self.encode(missing)
-            layers = encoded.combined_distances(self.source.direction_combination)
+            layers = encoded.combined_distances(self.source.direction_combination, self.source.distance_gate)
             if not -layers.size(0) <= self.source.distance_layer < layers.size(0):
                 raise ConfigError(f"tree_source lm: distance_layer={self.source.distance_layer} is out of range: the "
                                   f"language model {self.config.get('checkpoint')} has {layers.size(0)} layer(s)")

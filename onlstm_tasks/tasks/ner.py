@@ -140,7 +140,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         else:
             source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
             trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
-                                        source.direction_combination)
+                                        source.direction_combination, gate=source.distance_gate)
         out = []
         for row, index in enumerate(batch.index):
             n = int(mask[row].sum())

@@ -26,7 +26,7 @@ def escape_brackets(word: str) -> str:
 
 def induced_tree_fields(
     encoded: EncoderOutput, mask: torch.Tensor, words: Sequence[Sequence[str]], layer: int = -1,
-    directions: str = "mean", with_distances: bool = False,
+    directions: str = "mean", with_distances: bool = False, gate: str = "forget",
 ) -> list[dict]:
     """One ``{"tree": str, "heads": list[int]}`` per batch row (``with_distances``: also ``"distances"``, the
     syntactic distance of every token the tree is read from, rounded to 6 decimals), or one empty dict per row when
@@ -34,7 +34,7 @@ def induced_tree_fields(
     tokens."""
     if encoded.distances is None:
         return [{} for _ in words]
-    return distance_tree_fields(encoded.combined_distances(directions)[layer], mask, words, with_distances)
+    return distance_tree_fields(encoded.combined_distances(directions, gate)[layer], mask, words, with_distances)
 
 
 def distance_tree_fields(distances: torch.Tensor, mask: torch.Tensor, words: Sequence[Sequence[str]],

@@ -8,13 +8,14 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
 * ``gold``    -> the batch's gold heads, ``LongTensor [B, T]`` (0-based, root and padding point to themselves);
 * ``induced`` -> from an :class:`~onlstm_tasks.encoders.base.EncoderOutput`'s distances: layer
   ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
-  ``direction_combination``), then hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head
-  weights ``[B, T, T]`` (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances);
+  ``direction_combination``; the master gate ``distance_gate``: ``forget``, the paper's, or ``input``), then
+  hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head weights ``[B, T, T]``
+  (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances);
 * ``lm``      -> hard heads ``[B, T]`` induced from the distances of a frozen language model (the
   ``LanguageModel`` checkpoint ``lm_checkpoint``; its layer ``distance_layer``, directions merged by
-  ``direction_combination``). The task model (a layer above) runs that language model and passes its heads down
-  where gold heads travel (the ``heads`` argument): here they are taken as given, like gold ones. This module
-  never reads the checkpoint (``trees`` imports nothing above it).
+  ``direction_combination``, master gate ``distance_gate``). The task model (a layer above) runs that language
+  model and passes its heads down where gold heads travel (the ``heads`` argument): here they are taken as given,
+  like gold ones. This module never reads the checkpoint (``trees`` imports nothing above it).
 
 Models take it whole as ``tree_source`` (:meth:`TreeSource.coerce`): a TreeSource, in YAML a mapping of its fields
 (``tree_source: {kind: induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``).
@@ -34,6 +35,7 @@ from onlstm_tasks.trees.induce import heads_tensor, soft_heads
 TREE_SOURCES = ("none", "induced", "gold", "lm")
 INDUCED_HEADS = ("hard", "soft")
 DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")  # of encoders.base.combine_directions
+DISTANCE_GATES = ("forget", "input")  # the master gate whose distances give the tree (EncoderOutput)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class TreeSource:
     direction_combination: str = "mean"
     soft_temperature: float = 1.0
     lm_checkpoint: str | None = None  # kind lm: the LanguageModel checkpoint whose trees the model reads
+    distance_gate: str = "forget"  # induced / lm: the master gate whose distances give the tree
 
     def __post_init__(self) -> None:
         if self.kind not in TREE_SOURCES:
@@ -62,6 +65,8 @@ class TreeSource:
         if self.direction_combination not in DIRECTION_COMBINATIONS:
             raise ValueError(f"direction_combination must be one of {DIRECTION_COMBINATIONS}, "
                              f"got {self.direction_combination!r}")
+        if self.distance_gate not in DISTANCE_GATES:
+            raise ValueError(f"distance_gate must be one of {DISTANCE_GATES}, got {self.distance_gate!r}")
         if self.soft_temperature <= 0:
             raise ValueError(f"soft_temperature must be positive, got {self.soft_temperature}")
 
@@ -119,7 +124,7 @@ class TreeSource:
         if encoded is None or encoded.distances is None:
             raise ValueError(f"tree_source='induced' needs an encoder that returns syntactic distances (an ON-LSTM), "
                              f"but {name} returns none; use tree_source 'gold' or 'none', or an ON-LSTM encoder")
-        layers = encoded.combined_distances(self.direction_combination)  # [layers, B, T]
+        layers = encoded.combined_distances(self.direction_combination, self.distance_gate)  # [layers, B, T]
         if not -layers.size(0) <= self.distance_layer < layers.size(0):
             raise ValueError(f"distance_layer={self.distance_layer} is out of range: {name} returns distances of "
                              f"{layers.size(0)} layer(s)")
