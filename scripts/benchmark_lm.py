@@ -1,7 +1,7 @@
 """Language-model training speed: full vs adaptive softmax, at a config's sizes and its data's vocabulary.
 
-    python scripts/benchmark_lm.py [--config configs/lm/unlabelled_en_onlstm.yaml] [--batches 8] [--rounds 4]
-        [--threads 1] [--clock cpu] [--max-vocab-size N] [--cutoffs 2000 10000] [--div-value 4]
+    python scripts/benchmark_lm.py [--config benchmarks/configs/lm_unlabelled_en_adaptive_onlstm.yaml]
+        [--batches 8] [--rounds 4] [--threads 1] [--clock cpu] [--max-vocab-size N] [--cutoffs 2000 10000] [--div-value 4]
 
 Run it from the repository root (the configs' data paths are relative to the working folder). The config is built
 by the CLI's own parser (``TasksCLI(run=False)``), so the model, the data module and its
@@ -92,7 +92,7 @@ def targets(batch) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default=str(REPO / "configs" / "lm" / "unlabelled_en_onlstm.yaml"))
+    ap.add_argument("--config", default=str(REPO / "benchmarks" / "configs" / "lm_unlabelled_en_adaptive_onlstm.yaml"))
     ap.add_argument("--batches", type=int, default=8, help="training batches per timed pass")
     ap.add_argument("--rounds", type=int, default=4, help="timed passes of each softmax, in turns")
     ap.add_argument("--threads", type=int, default=1)

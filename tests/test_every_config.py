@@ -152,11 +152,23 @@ def local_vectors(cfg: dict, work: Path) -> None:
             cfg["data"]["init_args"]["vectors"] = args["pretrained"]
 
 
+def local_tree_monitors(cfg: dict) -> None:
+    """A TreeF1Monitor's gold trees under ../shared/data -> the same folder (read from any working folder), and only
+    the first few trees (a one-step fit scores them once)."""
+    for callback in (cfg.get("trainer") or {}).get("callbacks") or []:
+        if callback.get("class_path", "").endswith("TreeF1Monitor"):
+            args = callback.setdefault("init_args", {})
+            if str(args.get("gold", "")).startswith("../shared/data/"):
+                args["gold"] = str(SHARED_DATA / args["gold"][len("../shared/data/"):])
+            args["limit"] = 8
+
+
 def tiny_copy(config: Path, work: Path) -> Path:
     cfg = yaml.safe_load(config.read_text())
     cfg["model"] = shrink(cfg["model"])
     cfg["data"]["init_args"] = local_data(cfg["data"].get("init_args", {}), work)
     local_vectors(cfg, work)
+    local_tree_monitors(cfg)
     cfg["trainer"] = {**cfg.get("trainer", {}), "max_steps": 1, "max_epochs": 1, "limit_train_batches": 1,
                       "limit_val_batches": 1, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1,
                       "enable_progress_bar": False, "enable_model_summary": False}
