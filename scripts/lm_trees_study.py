@@ -34,8 +34,7 @@ from pathlib import Path
 from onlstm_tasks.probing.loading import load_probe
 from onlstm_tasks.probing.scoring import read_conll_dependencies, read_ontonotes_gold, score_distances, score_heads
 from onlstm_tasks.trees.metrics import DEPENDENCY_PUNCTUATION, UASAccumulator, baseline_uf1, chain_heads
-
-GATES = ("forget", "input")
+from onlstm_tasks.trees.source import DISTANCE_GATES as GATES
 KEY = re.compile(r"^val_uf1_(forget|input)_l(\d+)_(\w+)$")
 
 
@@ -64,8 +63,7 @@ def reading_name(gate: str, layer: int, how: str) -> str:
     return f"{gate} l{layer} {how}"
 
 
-def score_checkpoint(ckpt: Path, trees: list, batch_size: int) -> dict[str, dict]:
-    probe = load_probe(ckpt)
+def score_checkpoint(probe, trees: list, batch_size: int) -> dict[str, dict]:
     layers, directions = probe.shape()
     combinations = ("mean", "forward", "backward") if directions == 2 else ("forward",)
     words = [t.words() for t in trees]
@@ -77,8 +75,7 @@ def score_checkpoint(ckpt: Path, trees: list, batch_size: int) -> dict[str, dict
     return out
 
 
-def uas_checkpoint(ckpt: Path, sentences: list, batch_size: int) -> dict[str, float]:
-    probe = load_probe(ckpt)
+def uas_checkpoint(probe, sentences: list, batch_size: int) -> dict[str, float]:
     layers, directions = probe.shape()
     combinations = ("mean", "forward", "backward") if directions == 2 else ("forward",)
     out = {}
@@ -132,13 +129,14 @@ def main(argv: list[str] | None = None) -> int:
             row, logged = chosen_on_validation(metrics)
             chosen = max(logged, key=logged.get)
             gate, layer, how = KEY.match(chosen).groups()
-            val = score_checkpoint(ckpt, gold["validation"], args.batch_size)
+            probe = load_probe(ckpt)
+            val = score_checkpoint(probe, gold["validation"], args.batch_size)
             for key, value in logged.items():  # the re-scored checkpoint must be the logged one
                 g, lyr, h = KEY.match(key).groups()
                 again = val[reading_name(g, int(lyr), h)]["sentence_f1"]
                 if abs(again - value) > 0.05:
                     raise SystemExit(f"{ckpt}: {key} logged {value:.2f} but the checkpoint scores {again:.2f}")
-            test = score_checkpoint(ckpt, gold["test"], args.batch_size)
+            test = score_checkpoint(probe, gold["test"], args.batch_size)
             ppl_rows = [r for r in csv.DictReader(metrics.open()) if r.get("val_ppl")]
             record = {"seed": int(folder.name.split("_")[1]), "checkpoint": str(ckpt),
                       "chosen": reading_name(gate, int(layer), how), "gate": gate, "layer": int(layer),
@@ -149,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                       "test": {k: v["sentence_f1"] for k, v in test.items()},
                       "test_corpus": {k: v["corpus_f1"] for k, v in test.items()}}
             if dependencies:
-                record["uas_test"] = uas_checkpoint(ckpt, dependencies, args.batch_size)
+                record["uas_test"] = uas_checkpoint(probe, dependencies, args.batch_size)
             runs.setdefault(label, []).append(record)
             print(f"{label} seed {record['seed']}: chosen {record['chosen']} (val {logged[chosen]:.2f}), test "
                   f"{record['test'][record['chosen']]:.2f}", file=sys.stderr)

@@ -32,11 +32,11 @@ import lightning.pytorch as pl
 from onlstm_tasks.data.common import word_options
 from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.probing.scoring import read_ontonotes_gold, read_ptb_gold, score_distances
-from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
+from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS, DISTANCE_GATES
 
 log = logging.getLogger(__name__)
 
-GATES = ("forget", "input")
+GATES = DISTANCE_GATES
 FORMATS = ("ontonotes", "ptb")
 
 

@@ -8,7 +8,8 @@ optimiser. For a batch of raw token lists it frames each sentence as the languag
 with its data module's word normalisation (unknown words -> its ``<unk>``), runs the encoder under
 ``torch.no_grad()`` and reads layer ``distance_layer`` of the words' distances from master gate
 ``distance_gate``, directions merged by ``direction_combination`` (the tree source's fields): the same distances,
-so the same trees, as ``onlstm-trees`` and :class:`~onlstm_tasks.probing.probe.EncoderProbe` induce from that checkpoint for the same sentences.
+so the same trees, as ``onlstm-trees`` and :class:`~onlstm_tasks.probing.probe.EncoderProbe` induce from that
+checkpoint for the same sentences.
 
 The distances of each sentence are cached (keyed by its words; cleared when weights are loaded), so the language
 model runs once per distinct sentence, not once per epoch.
