@@ -200,14 +200,29 @@ def test_language_model_configs_differ_only_where_they_say():
     assert (hub["path"], hub["name"], hub["mode"]) == ("Salesforce/wikitext", "wikitext-103-raw-v1", "stream")
 
 
-def test_lm_initialised_ner_pair_differs_only_in_pretrained_lm_and_matches_the_language_model():
-    init, scratch = _load("ner/ontonotes_onlstm_crf_lm_init.yaml"), _load("ner/ontonotes_onlstm_crf_lm_scratch.yaml")
-    assert init["model"]["init_args"].pop("pretrained_lm")
-    assert init["model"] == scratch["model"] and init["data"] == scratch["data"]
-    lm = _load("lm/ontonotes_onlstm_bi.yaml")["model"]["init_args"]
-    ner = scratch["model"]["init_args"]
-    assert ner["encoder"]["init_args"]["encoder"] == lm["encoder"]  # the stacks the language model trains
-    assert ner["embedder"]["init_args"]["word_dim"] == lm["embedding_dim"]
+@pytest.mark.parametrize("init_path, scratch_path, holder", [
+    ("ner/ontonotes_onlstm_crf_lm_init.yaml", "ner/ontonotes_onlstm_crf_lm_scratch.yaml", "encoder"),
+    ("absa/semeval14_laptops_onlstm_td_lm_init.yaml", "absa/semeval14_laptops_onlstm_td_lm_scratch.yaml", "head"),
+])
+def test_lm_initialised_pairs_differ_only_in_pretrained_lm_and_match_the_language_model(init_path, scratch_path,
+                                                                                         holder):
+    """holder: the model argument whose ``encoder`` the language model's stacks start (NER: IndependentDirections
+    over them; TD head: its left and right context encoders)."""
+    init, scratch = _load(init_path), _load(scratch_path)
+    assert init["model"]["init_args"].pop("pretrained_lm") == \
+        "runs/lm_unlabelled_en_bi/lightning_logs/version_0/checkpoints/best.ckpt"
+    for config in (init, scratch):  # each writes its own run folder
+        config["trainer"].pop("default_root_dir"), config["trainer"].pop("logger")
+    assert init == scratch
+    lm_config = _load("lm/unlabelled_en_onlstm_bi.yaml")
+    lm = lm_config["model"]["init_args"]
+    assert lm["bidirectional"] and lm_config["trainer"]["default_root_dir"] == "runs/lm_unlabelled_en_bi"
+    task = scratch["model"]["init_args"]
+    encoder = task[holder]["init_args"]["encoder"]
+    assert encoder["class_path"] == lm["encoder"]["class_path"]
+    shape = ("hidden_size", "chunk_size", "num_layers")  # the task sets its own dropout
+    assert {k: encoder["init_args"][k] for k in shape} == {k: lm["encoder"]["init_args"][k] for k in shape}
+    assert task["embedder"]["init_args"]["word_dim"] == lm["embedding_dim"]
 
 
 @pytest.mark.parametrize("encoder", ["onlstm", "lstm"])

@@ -16,8 +16,10 @@ fails. What is changed in a copy of each config, and nothing else:
   shrunk ``word_dim``, written in the work folder;
 * the trainer: one step, one validation batch, on the CPU, writing under a temporary folder.
 
-``ontonotes_onlstm_crf_lm_init.yaml`` reads the checkpoint that ``lm/ontonotes_onlstm_bi.yaml`` writes (its
-``pretrained_lm`` path, relative to the working folder): that config runs first, in the same folder.
+The ``pretrained_lm`` configs (``ner/ontonotes_onlstm_crf_lm_init.yaml``,
+``absa/semeval14_laptops_onlstm_td_lm_init.yaml``) read the checkpoint that ``lm/unlabelled_en_onlstm_bi.yaml``
+writes (their ``pretrained_lm`` path, relative to the working folder): unless that config already ran in the same
+folder, it runs first.
 
 The ``tree_source: lm`` configs read the checkpoint of the language model pretrained on ``unlabelled_en``
 (``lm_checkpoint: runs/lm_unlabelled_en/...``). Unless it is there, a stand-in is written at that path: the
@@ -41,7 +43,7 @@ from shared_data import SHARED_DATA, requires_shared_data
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 CONFIGS = sorted(CONFIG_DIR.rglob("*.yaml"))
 SIZE_KEYS = {"hidden_size", "word_dim", "char_dim", "char_features", "embedding_dim", "attention_size"}
-LM_FOR_INIT = "lm/ontonotes_onlstm_bi.yaml"
+LM_FOR_INIT = "lm/unlabelled_en_onlstm_bi.yaml"  # writes the pretrained_lm of the *_lm_init configs
 UNLABELLED_EN = "../shared/data/unlabelled_en/"  # the kit's unlabelled text, as the configs name it
 LM_FOR_TREES = "lm/ontonotes_onlstm.yaml"  # the stand-in for the pretrained language model of tree_source: lm
 
@@ -218,7 +220,7 @@ def test_config_builds_and_takes_a_training_and_a_validation_step(config, workdi
     monkeypatch.chdir(workdir)  # the configs' relative run folders (and pretrained_lm) land here
     model = yaml.safe_load(config.read_text())["model"]["init_args"]
     if model.get("pretrained_lm"):
-        assert model["pretrained_lm"].startswith("runs/lm_ontonotes_bi/"), "which config writes this checkpoint?"
+        assert model["pretrained_lm"].startswith("runs/lm_unlabelled_en_bi/"), "which config writes this checkpoint?"
         if not Path(model["pretrained_lm"]).is_file():
             fit_one_step(CONFIG_DIR / LM_FOR_INIT, workdir)
         assert Path(model["pretrained_lm"]).is_file()
