@@ -27,6 +27,7 @@ from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.errors import CheckpointError, ConfigError
 from onlstm_tasks.modules.tree_aspect_head import TreeAwareAspectHead
 from onlstm_tasks.probing.loading import load_probe
+from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.lm_trees import LanguageModelTrees
@@ -188,6 +189,28 @@ def test_cli_reports_a_missing_lm_checkpoint_in_one_line(tmp_path, capsys):
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert len(err) == 1 and str(missing) in err[0], err
+
+
+def test_a_tagger_reading_lm_trees_is_probed_with_them_and_one_reading_gold_trees_says_why_not(lm_path):
+    """onlstm-trees on a dependency-guided tagger: its later stages read the language model's trees for the probe's
+    raw sentences as in training; gold heads cannot come from raw sentences, which the error says."""
+    inner = partial(ONLSTM, hidden_size=8, chunk_size=4, bidirectional=True)
+    model = ner_model(lm_path, partial(DependencyGuidedEncoder, encoder=inner, tree_source=lm_source(lm_path)))
+    model.eval()
+    sentences = [["the", "cat", "saw", "a", "dog", "."], ["a", "dog", "saw", "the", "bird"]]
+    got = EncoderProbe(model).distances(sentences, batch_size=2)
+    tokens = words_to_batch(sentences, WORDS, CHARS)
+    heads = model.tree_lm.heads(tokens.words, tokens.mask)
+    with torch.no_grad():
+        expected = model.net.encoder(model.net.embedder(tokens), tokens.mask, heads).distances
+        chain = model.net.encoder(model.net.embedder(tokens), tokens.mask, (heads + 1).clamp(max=4)).distances
+    assert expected.size(0) == 2  # one layer per stage: the second read the tree
+    for row, words in enumerate(sentences):
+        torch.testing.assert_close(got[row], expected[:, :, row, :len(words)], rtol=0, atol=1e-6)
+    assert not torch.allclose(chain[1], expected[1])  # the second stage's distances depend on the tree
+    gold = ner_model(lm_path, partial(DependencyGuidedEncoder, encoder=inner, tree_source="gold"))
+    with pytest.raises(ValueError, match="gold dependency heads .* cannot be probed from words alone"):
+        EncoderProbe(gold).distances(sentences)
 
 
 def dg_encoder(lm_checkpoint: str, layer: int = -1) -> dict:

@@ -150,6 +150,18 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
                         "entities": entity_spans(iob2), **trees[row]})
         return out
 
+    def word_heads(self, tokens) -> torch.Tensor | None:
+        """Raw words' heads for probing (:meth:`encode_words`): the frozen language model's (``tree_source: lm``);
+        gold heads (``tree_source: gold``) cannot come from words alone."""
+        if self.tree_lm is not None:
+            return self.tree_lm.heads(tokens.words, tokens.mask)
+        source = getattr(self.sentence_encoder(), "tree_source", None)
+        if getattr(source, "kind", None) == "gold":
+            raise ValueError("this model's encoder reads gold dependency heads (tree_source gold), which raw "
+                             "sentences do not have: its distances past the first stage depend on them, so it "
+                             "cannot be probed from words alone (models with tree_source none, induced or lm can)")
+        return None
+
     def tree_heads(self, batch) -> torch.Tensor | None:
         """The heads the encoder reads: the frozen language model's (``tree_source: lm``), else the batch's gold
         heads (None without them)."""

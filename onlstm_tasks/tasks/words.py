@@ -4,7 +4,8 @@ A task model (NER, ABSA, later a language model) mixes it in and names its parts
 :meth:`sentence_encoder` (the encoder that reads a whole sentence, and nothing else). Tools such as
 :mod:`onlstm_tasks.probing.probe` then need only :meth:`encode_words` (distances) and :meth:`embed_words` (the
 encoder's input, e.g. to recompute per-level master gates). A model whose input is not the
-``word_vocab``/``char_vocab`` token batch overrides :meth:`embed_words`.
+``word_vocab``/``char_vocab`` token batch overrides :meth:`word_tokens`; one whose sentence encoder reads a tree
+it can build from the words alone (NER with ``tree_source: lm``) overrides :meth:`word_heads`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Sequence
 import torch
 from lightning.fabric.utilities.apply_func import move_data_to_device
 
+from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.data.features import WordNormalizer, words_to_batch
 from onlstm_tasks.embedders.base import TokenEmbedder
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, encode
 
 
 class EncodesWords:
@@ -37,10 +39,15 @@ class EncodesWords:
     def sentence_encoder(self) -> SequenceEncoder:
         raise NotImplementedError
 
-    def embed_words(
+    def word_heads(self, tokens: TokenBatch) -> torch.Tensor | None:
+        """The dependency heads ``[B, T]`` the sentence encoder reads for a batch of raw words (a tree-reading
+        encoder's, e.g. from the frozen language model of ``tree_source: lm``), or None (it reads none)."""
+        return None
+
+    def word_tokens(
         self, sentences: Sequence[Sequence[str]], normalizer: WordNormalizer | None = None, max_word_length: int = 30
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The sentence encoder's input for raw token lists: ``(x [B, T, D], mask [B, T])`` on the model's device.
+    ) -> TokenBatch:
+        """Raw token lists (framed by :attr:`sentence_frame`) as the model's token batch, on its device.
 
         ``normalizer``/``max_word_length``: the training data module's (``lowercase``, ``normalize_digits``,
         ``max_word_length``; see :func:`onlstm_tasks.data.common.word_options_from_checkpoint`).
@@ -50,15 +57,24 @@ class EncodesWords:
             sentences = [[*lead, *words, *trail] for words in sentences]
         tokens = words_to_batch(sentences, self.hparams.word_vocab, self.hparams.char_vocab, normalizer,
                                 max_word_length)
-        tokens = move_data_to_device(tokens, self.device)
+        return move_data_to_device(tokens, self.device)
+
+    def embed_words(
+        self, sentences: Sequence[Sequence[str]], normalizer: WordNormalizer | None = None, max_word_length: int = 30
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The sentence encoder's input for raw token lists: ``(x [B, T, D], mask [B, T])`` on the model's device
+        (arguments as :meth:`word_tokens`)."""
+        tokens = self.word_tokens(sentences, normalizer, max_word_length)
         return self.word_embedder()(tokens), tokens.mask
 
     def encode_words(
         self, sentences: Sequence[Sequence[str]], normalizer: WordNormalizer | None = None, max_word_length: int = 30
     ) -> EncoderOutput:
-        """The sentence encoder's output (hidden states, per-layer states, distances) for raw token lists."""
-        x, mask = self.embed_words(sentences, normalizer, max_word_length)
-        encoded = self.sentence_encoder()(x, mask)
+        """The sentence encoder's output (hidden states, per-layer states, distances) for raw token lists; a
+        tree-reading encoder gets the heads of :meth:`word_heads`."""
+        tokens = self.word_tokens(sentences, normalizer, max_word_length)
+        x, mask = self.word_embedder()(tokens), tokens.mask
+        encoded = encode(self.sentence_encoder(), x, mask, self.word_heads(tokens))
         lead, trail = (len(part) for part in self.sentence_frame)
         return trim_frame(encoded, mask, lead, trail) if lead or trail else encoded
 
