@@ -100,6 +100,20 @@ def test_lm_heads_equal_those_the_probe_induces_from_the_checkpoint(lm_path, lay
     assert trees.heads(sentences[::-1], mask.flip(0)).flip(0)[mask].tolist() == heads[mask].tolist()  # cached
 
 
+def test_the_distance_cache_is_bounded_and_evicting_changes_no_tree(lm_path, monkeypatch):
+    sentences = toy_sentences(10)
+    source = TreeSource("lm", lm_checkpoint=str(lm_path))
+    unbounded = LanguageModelTrees.from_checkpoint(str(lm_path), source).distances(sentences)
+    trees = LanguageModelTrees.from_checkpoint(str(lm_path), source)
+    monkeypatch.setattr(trees, "cache_sentences", 4)
+    for start in range(0, 10, 3):  # batches of 5 (more than the bound: all of them are returned) and 3
+        got = trees.distances(sentences[start:start + 3] + sentences[:2])
+        for a, b in zip(got, unbounded[start:start + 3] + unbounded[:2], strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-6)  # other batches: the same up to rounding
+        assert len(trees._cache) <= 4
+    assert list(trees._cache) == [tuple(sentences[i]) for i in (8, 0, 1, 9)]  # the newest four, oldest first
+
+
 WORDS = ["<pad>", "<unk>", "the", "cat", "saw", "a", "dog", "."]
 CHARS = ["<pad>", "<unk>", *"thecasdog."]
 

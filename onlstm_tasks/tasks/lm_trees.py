@@ -12,7 +12,9 @@ so the same trees, as ``onlstm-trees`` and :class:`~onlstm_tasks.probing.probe.E
 checkpoint for the same sentences.
 
 The distances of each sentence are cached (keyed by its words; cleared when weights are loaded), so the language
-model runs once per distinct sentence, not once per epoch.
+model runs once per distinct sentence, not once per epoch. The cache holds at most ``cache_sentences`` sentences
+(200,000: a few tens of MB; the oldest go first), so predicting over an endless stream does not grow it without
+bound.
 
 Self-contained task checkpoints: the task model builds this module from the checkpoint file once (at the start of
 training) and keeps in its hyper-parameters (``lm_trees``) what rebuilds it without the file: the language model's
@@ -94,6 +96,8 @@ class LanguageModelTrees(nn.Module):
         source: the tree source of kind ``lm`` (its ``distance_layer`` and ``direction_combination``).
     """
 
+    cache_sentences = 200_000  # distances kept for at most this many distinct sentences (oldest dropped first)
+
     def __init__(self, config: dict[str, Any], source: TreeSource) -> None:
         super().__init__()
         self.config, self.source = config, source
@@ -162,7 +166,10 @@ class LanguageModelTrees(nn.Module):
             chosen = layers[self.source.distance_layer].float().cpu()
             for row, key in enumerate(missing):
                 self._cache[key] = chosen[row, :len(key)].clone()
-        return [self._cache[k] for k in keys]
+        found = [self._cache[k] for k in keys]
+        for _ in range(len(self._cache) - self.cache_sentences):  # dicts keep insertion order: oldest first
+            del self._cache[next(iter(self._cache))]
+        return found
 
     def padded_distances(self, sentences: Sequence[Sequence[str]], mask: torch.Tensor) -> torch.Tensor:
         """:meth:`distances` as a ``[B, T]`` tensor on ``mask``'s device (zeros at padding)."""
