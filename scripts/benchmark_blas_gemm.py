@@ -1,0 +1,109 @@
+"""The recurrent matrix product of one ON-LSTM step through the BLAS inside PyTorch, three ways, in CPU time.
+
+The compiled whole-loop path (``onlstm_tasks/encoders/onlstm/_onlstm_step.c``) calls the Fortran ``sgemm_`` of
+PyTorch's BLAS once per step: ``act[B, G] += h[B, H] W`` with ``G = 4 H + 2 H / chunk``. For these shapes (few rows,
+a weight larger than the L2 cache) MKL copies operand panels on every call (``mkl_blas_*_sgemm_scopy_*`` in a
+``perf`` profile), which ``nn.LSTM``'s oneDNN kernels avoid by packing the weights once per sequence. This script
+times, per call and interleaved in rounds:
+
+* ``sgemm [H, G]``: the layout the compiled loop uses (W row-major ``[H, G]``);
+* ``sgemm [G, H]``: the weight as PyTorch stores it, transposed in the call;
+* ``packed``: MKL's packed API, the weight packed once (``sgemm_pack``) and each step ``sgemm_compute``;
+
+and prints the median CPU time of each and its ratio to the first, the packed buffer's size, and a check that all
+three compute the same product. CPU time (``time.process_time``), so that other processes on the machine distort it
+less than wall clock; one BLAS thread (``--threads``).
+
+    python scripts/benchmark_blas_gemm.py                       # NER shapes: B 32, H 256, chunk 8
+    python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10   # language-model shapes
+
+Needs the MKL of the x86-64 CPU wheels (``sgemm_pack_`` exported); elsewhere it says so and stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batch", type=int, default=32, help="rows of h (sentences in the batch)")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--chunk", type=int, default=8, help="chunk size: G = 4 H + 2 H / chunk")
+    p.add_argument("--calls", type=int, default=100, help="products per timing")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved timings per way (median reported)")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    if args.hidden % args.chunk:
+        p.error(f"--hidden {args.hidden} is not a multiple of --chunk {args.chunk}")
+    torch.set_num_threads(args.threads)
+    blas = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+    if not all(hasattr(blas, name) for name in ("sgemm_", "sgemm_pack_", "sgemm_compute_", "sgemm_pack_get_size_")):
+        print("PyTorch's BLAS has no MKL packed GEMM (sgemm_pack_, sgemm_compute_): nothing to compare here")
+        return 1
+    blas.sgemm_pack_get_size_.restype = ctypes.c_size_t
+
+    rows, hidden = args.batch, args.hidden
+    gates = 4 * hidden + 2 * (hidden // args.chunk)
+    rng = np.random.default_rng(0)
+    w_hg = rng.standard_normal((hidden, gates), dtype=np.float32)  # row-major [H, G]: column-major [G, H]
+    w_gh = np.ascontiguousarray(w_hg.T)  # row-major [G, H], as PyTorch stores weight_hh
+    h = rng.standard_normal((rows, hidden), dtype=np.float32)
+    out = np.zeros((rows, gates), np.float32)
+
+    def i64(value: int):
+        return ctypes.byref(ctypes.c_int64(value))
+
+    def ptr(a: np.ndarray):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    one = ctypes.byref(ctypes.c_float(1.0))
+    m, n, k = i64(gates), i64(rows), i64(hidden)  # column-major: out^T [G, B] += W^T [G, H] h^T [H, B]
+    size = blas.sgemm_pack_get_size_(b"A", m, n, k)
+    packed = np.zeros(size // 4 + 16, np.float32)
+    blas.sgemm_pack_(b"A", b"N", m, n, k, one, ptr(w_hg), i64(gates), ptr(packed))
+
+    ways = {
+        "sgemm [H, G]": lambda: blas.sgemm_(b"N", b"N", m, n, k, one, ptr(w_hg), i64(gates), ptr(h), i64(hidden),
+                                            one, ptr(out), i64(gates)),
+        "sgemm [G, H]": lambda: blas.sgemm_(b"T", b"N", m, n, k, one, ptr(w_gh), i64(hidden), ptr(h), i64(hidden),
+                                            one, ptr(out), i64(gates)),
+        "packed": lambda: blas.sgemm_compute_(b"P", b"N", m, n, k, ptr(packed), i64(gates), ptr(h), i64(hidden),
+                                              one, ptr(out), i64(gates)),
+    }
+    expected = h @ w_hg
+    for name, call in ways.items():
+        out[:] = 0
+        call()
+        if not np.allclose(out, expected, rtol=1e-4, atol=1e-3):
+            print(f"{name} does not compute h W: stopping")
+            return 1
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(args.rounds):
+        for name, call in ways.items():
+            start = time.process_time()
+            for _ in range(args.calls):
+                call()
+            times[name].append((time.process_time() - start) / args.calls)
+    print(f"torch {torch.__version__}, {args.threads} thread(s); act[{rows}, {gates}] += h[{rows}, {hidden}] W "
+          f"({2 * rows * hidden * gates / 1e6:.1f} MFLOP); median CPU time of {args.rounds} rounds x {args.calls} "
+          f"calls")
+    print(f"packed weight buffer: {size / 1e6:.1f} MB for a {w_hg.nbytes / 1e6:.1f} MB weight")
+    base = statistics.median(times["sgemm [H, G]"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:14s} {median * 1e6:9.1f} us  {median / base:5.2f}x  "
+              f"{2 * rows * hidden * gates / median / 1e9:6.1f} GFLOP/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
