@@ -1,7 +1,8 @@
 """The whole-loop path of the compiled ON-LSTM (a layer's time loop, recurrent products included, in one compiled
 call per direction or half of the rows; ``onlstm_forward_loop`` / ``onlstm_backward_loop`` in ``_onlstm_step.c``)
 against the reference cell, the float64 reference and the PyTorch loop, with one and with two threads (two threads
-split the work: the directions of a bidirectional layer).
+split the work: the directions of a bidirectional layer, the rows of a unidirectional one), and its matrix product
+(``onlstm_pack`` / ``onlstm_product``) against PyTorch's.
 
 The compiled code is float32 only, so its gradients are checked against the float64 reference cell's at float32
 tolerance; the float64 ``gradcheck`` runs on the PyTorch loop (``test_onlstm_fast.test_gradcheck_through_the_function``
@@ -25,8 +26,6 @@ from onlstm_tasks.encoders.onlstm import compiled as compiled_step
 from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
-needs_loop = pytest.mark.skipif(compiled_step.built() and compiled_step._BLAS is None,
-                                reason="PyTorch's BLAS exports no usable sgemm_ (the per-step path runs instead)")
 MIXED = [7, 9, 1, 8, 9, 5, 2, 8, 9, 3]  # ten rows: a unidirectional layer is split over two threads
 
 
@@ -54,7 +53,6 @@ def counted(monkeypatch):
 
 
 @compiled_only
-@needs_loop
 @pytest.mark.parametrize("master_input", ["paper", "symmetric"])
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (False, 2), (True, 1), (True, 2)])
 @pytest.mark.parametrize("lengths", [MIXED, [9] * 10, [6, 3, 6, 2]], ids=["mixed", "full", "padding-at-the-end"])
@@ -68,7 +66,6 @@ def test_whole_loop_matches_the_reference_cell(threads, counted, master_input, b
 
 
 @compiled_only
-@needs_loop
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 2), (True, 2)])
 def test_whole_loop_gradients_are_the_float64_references(threads, bidirectional, num_layers):
     """Outputs and gradients of the float32 whole loop against the float64 reference cell (same weights): within
@@ -94,7 +91,6 @@ def test_whole_loop_gradients_are_the_float64_references(threads, bidirectional,
 
 
 @compiled_only
-@needs_loop
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("dirs", [1, 2])
 def test_whole_loop_carries_state_like_the_pytorch_loop(threads, counted, symmetric, dirs):
@@ -118,7 +114,6 @@ def test_whole_loop_carries_state_like_the_pytorch_loop(threads, counted, symmet
 
 
 @compiled_only
-@needs_loop
 def test_encoder_stream_windows_on_the_whole_loop(threads):
     """ONLSTM with state carry (LM stream mode): two windows chained by the state equal one run over both, and the
     per-step path, in inference and in training."""
@@ -140,7 +135,6 @@ def test_encoder_stream_windows_on_the_whole_loop(threads):
 
 
 @compiled_only
-@needs_loop
 def test_whole_loop_with_dropconnect_matches_the_reference_on_the_sampled_weights(threads):
     torch.manual_seed(5)
     enc = ONLSTM(5, 16, 4, bidirectional=True, dropconnect=0.3).train()
@@ -157,7 +151,6 @@ def test_whole_loop_with_dropconnect_matches_the_reference_on_the_sampled_weight
 
 
 @compiled_only
-@needs_loop
 @pytest.mark.parametrize("batch_sizes", [[8, 8, 7, 6, 6, 3, 1, 0], [1] * 4, [20] * 3])
 def test_layer_function_on_both_compiled_paths(threads, batch_sizes):
     """The layer Function straight: every output and gradient of the whole loop equals the per-step path's."""
@@ -179,26 +172,44 @@ def test_loop_pieces_share_the_work_without_synchronisation():
     assert compiled_step.loop_pieces(1, full, threads=1) == [(0, 1, 0, 32)]
     assert compiled_step.loop_pieces(2, full, threads=1) == [(0, 2, 0, 32)]
     assert compiled_step.loop_pieces(2, full, threads=2) == [(0, 1, 0, 32), (1, 2, 0, 32)]
-    assert compiled_step.loop_pieces(1, full, threads=2) == [(0, 1, 0, 32)]  # rows are not cut (slower, measured)
-    assert compiled_step.loop_pieces(1, [10] * 5 + [2] * 10, threads=4) == [(0, 1, 0, 10)]  # rows at each step
+    assert compiled_step.loop_pieces(1, full, threads=2) == [(0, 1, 0, 16), (0, 1, 16, 32)]
+    assert compiled_step.loop_pieces(2, full, threads=4) == [(0, 1, 0, 16), (0, 1, 16, 32), (1, 2, 0, 16),
+                                                              (1, 2, 16, 32)]
+    # rows of about equal work: row r of 32 runs 32 - r steps; the first 10 rows do just over half of it
+    assert compiled_step.loop_pieces(1, list(range(32, 0, -1)), threads=2) == [(0, 1, 0, 10), (0, 1, 10, 32)]
+    # never fewer than MIN_PIECE_ROWS rows a piece
+    assert compiled_step.loop_pieces(1, [10] * 5 + [2] * 10, threads=4) == [(0, 1, 0, 4), (0, 1, 4, 10)]
+    assert compiled_step.loop_pieces(1, [5] * 3, threads=2) == [(0, 1, 0, 5)]
+    assert compiled_step.loop_pieces(1, [9] * 3, threads=8) == [(0, 1, 0, 5), (0, 1, 5, 9)]
 
 
 @compiled_only
-def test_without_sgemm_the_per_step_path_runs(monkeypatch, counted):
-    """Builds of PyTorch whose BLAS exports no sgemm_ keep the per-step compiled path (and its results)."""
-    monkeypatch.setattr(compiled_step, "_BLAS", None)
-    with compiled_step.switched(True, loop=True):
-        assert not compiled_step.loop_usable(torch.zeros(1))
-        assert compiled_step.usable(torch.zeros(1))
-        torch.manual_seed(0)
-        enc = ONLSTM(5, 16, 4, bidirectional=True)
-        x, mask = batch(torch.float32, lengths=MIXED)
-        compare_with_reference(enc, x, mask)
-    assert counted == {"forward": 0, "backward": 0}
+@pytest.mark.parametrize("rows", [1, 5, 6, 7, 13, 32])
+@pytest.mark.parametrize("depth,n", [(3, 16), (6, 30), (256, 1088), (300, 17), (600, 47)])
+def test_the_compiled_product_is_pytorchs(rows, depth, n):
+    """c += a B through the packed weights: every register block (1..6 rows), edge panels (n not a multiple of
+    16), several depth passes (depth > 256), rows of a and c at strides wider than their widths, and B packed both
+    from a contiguous matrix and from a transposed view (as the forward packs its weight)."""
+    g = torch.Generator().manual_seed(rows * 1000 + depth + n)
+    a = torch.randn(rows, depth + 5, generator=g)[:, 2 : depth + 2]
+    for b in (torch.randn(depth, n, generator=g), torch.randn(n, depth, generator=g).t()):
+        c = torch.randn(rows, n + 3, generator=g)[:, :n]
+        want = c.double() + a.double() @ b.double()
+        compiled_step.product(a, compiled_step.packed(b[None])[0], n, c)
+        torch.testing.assert_close(c.double(), want, rtol=1e-5, atol=1e-5 * depth ** 0.5)
 
 
 @compiled_only
-@needs_loop
+def test_packed_weights_hold_panels_of_16_columns():
+    b = torch.arange(3 * 20, dtype=torch.float32).view(3, 20)
+    p = compiled_step.packed(torch.stack((b, -b)))
+    assert p.shape == (2, 2 * 16 * 3)
+    first, second = p[0].view(2, 3, 16)
+    assert torch.equal(first, b[:, :16]) and torch.equal(second[:, :4], b[:, 16:]) and not second[:, 4:].any()
+    assert torch.equal(p[1], -p[0])
+
+
+@compiled_only
 def test_the_whole_loop_is_used_only_where_it_applies():
     with compiled_step.switched(True, loop=True):  # whatever the environment says
         assert compiled_step.loop_usable(torch.zeros(1))

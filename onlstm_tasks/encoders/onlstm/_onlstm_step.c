@@ -5,12 +5,13 @@
  * equations.py (onlstm_update; its tests compare against it through the reference cell), in the regrouped form and
  * conventions described there, exactly as that back end does: the pre-activations come with doubled cell-candidate rows
  * and negated input/forget rows, and the cell buffers hold doubled cell states 2c, so one sigmoid gives o,
- * sigmoid(2g), 1 - i and 1 - f, and tanh(c) = 2 sigmoid(2c) - 1. The recurrent matrix product stays in PyTorch (its BLAS is the right tool);
- * this file replaces the dozen small tensor operations that follow it at every step.
+ * sigmoid(2g), 1 - i and 1 - f, and tanh(c) = 2 sigmoid(2c) - 1. onlstm_step replaces the dozen small tensor
+ * operations that follow a step's recurrent matrix product; onlstm_forward_loop runs a layer's whole time loop,
+ * that product included (see "The recurrent products" below).
  *
  * onlstm_step_backward does the same for the backward of a step (the hand-derived gradient that
- * steps_torch.backward_steps computes with PyTorch operations): the recurrent product into dL/dh and the
- * three big products at the end stay in PyTorch (layer_pass.py, function.py).
+ * steps_torch.backward_steps computes with PyTorch operations), and onlstm_backward_loop the whole backward loop;
+ * the input projection and the three big products at the end stay in PyTorch (layer_pass.py, function.py).
  *
  * onlstm_random_words and onlstm_dropconnect draw and apply DropConnect masks (dropconnect.py's drop_connect): a faster
  * generator than torch's CPU mt19937, and one pass instead of four PyTorch operations.
@@ -53,7 +54,7 @@
 
 /* compiled.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 6
+#define ONLSTM_STEP_ABI 7
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -316,31 +317,124 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
     return 0;
 }
 
+/* ---- The recurrent products: a small matrix product on weights packed once per layer call ----
+ *
+ * Each step multiplies a few rows (the batch) by the same recurrent weight: act_t [B, G] += h_{t-1} [B, H] W^T (scaled)
+ * forward, d_h_t [B, H] += d_pre_{t+1} [B, G] W backward, W [G, H] as PyTorch stores it. A general BLAS call re-arranges (copies) panels of W at
+ * every such call, and at NER shapes that copy costs about as much as the arithmetic saved by its kernels
+ * (scripts/benchmark_blas_gemm.py prints this product through PyTorch's BLAS and through the code below). Here W is
+ * packed once per layer call (onlstm_pack) into panels of PANEL columns stored depth-major, so that a register block
+ * of MR rows x PANEL columns reads one panel straight through while the panel stays in the L1 cache for the next
+ * row block; the depth is cut into passes of KC so that it does. The accumulators are GCC/Clang vector types (12
+ * vectors of 8 floats: the AVX2 + FMA clone keeps them in registers); other compilers get the same loops on arrays. */
+
+#define PANEL 16
+#define MR 6
+#define KC 256
+
+/* The [depth, n] matrix whose element (k, j) is at w[k * sk + j * sn] into panels of PANEL columns, panel p's
+ * element (k, j) at out[(p * depth + k) * PANEL + j]; the columns past n of the last panel are zeros.
+ * `out` holds ceil(n / PANEL) * PANEL * depth floats. */
+EXPORT CLONES void onlstm_pack(const float *restrict w, int64_t depth, int64_t n, int64_t sk, int64_t sn,
+                               float *restrict out) {
+    for (int64_t p = 0; p * PANEL < n; p++) {
+        float *o = out + p * depth * PANEL;
+        const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
+        for (int64_t j = 0; j < PANEL; j++) {
+            const float *src = w + (p * PANEL + j) * sn;
+            if (j < cols)
+                for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = src[k * sk];
+            else
+                for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = 0.0f;
+        }
+    }
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(ONLSTM_PLAIN_PRODUCT)
+typedef float vec8 __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* c[rows, cols] += a[rows, depth] b for one register block: b a panel (depth x PANEL, depth-major), cols <= PANEL */
+INLINE void block(const int rows, int64_t depth, const float *a, int64_t lda, const float *b, float *c,
+                  int64_t ldc, int64_t cols) {
+    vec8 acc[MR][2];
+    for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
+    for (int64_t k = 0; k < depth; k++) {
+        const vec8 b0 = *(const vec8 *)(b + k * PANEL), b1 = *(const vec8 *)(b + k * PANEL + 8);
+        for (int i = 0; i < rows; i++) {
+            const float x = a[i * lda + k];
+            acc[i][0] += x * b0;
+            acc[i][1] += x * b1;
+        }
+    }
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        if (cols == PANEL) {
+            *(vec8 *)ci += acc[i][0];
+            *(vec8 *)(ci + 8) += acc[i][1];
+        } else {
+            float sum[PANEL];
+            memcpy(sum, &acc[i][0], sizeof acc[i][0]);
+            memcpy(sum + 8, &acc[i][1], sizeof acc[i][1]);
+            for (int64_t j = 0; j < cols; j++) ci[j] += sum[j];
+        }
+    }
+}
+#else
+INLINE void block(const int rows, int64_t depth, const float *a, int64_t lda, const float *b, float *c,
+                  int64_t ldc, int64_t cols) {
+    float acc[MR][PANEL];
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k < depth; k++)
+        for (int i = 0; i < rows; i++) {
+            const float x = a[i * lda + k];
+            for (int j = 0; j < PANEL; j++) acc[i][j] += x * b[k * PANEL + j];
+        }
+    for (int i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) c[i * ldc + j] += acc[i][j];
+}
+#endif
+
+/* c[m, n] += a[m, depth] B (rows of a and c at strides lda, ldc), B packed by onlstm_pack */
+INLINE void product(int64_t m, int64_t n, int64_t depth, const float *a, int64_t lda, const float *packed, float *c,
+                    int64_t ldc) {
+    for (int64_t k0 = 0; k0 < depth; k0 += KC) {
+        const int64_t kc = depth - k0 < KC ? depth - k0 : KC;
+        for (int64_t p = 0; p * PANEL < n; p++) {
+            const float *b = packed + (p * depth + k0) * PANEL;
+            const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
+            for (int64_t r = 0; r < m; r += MR) {
+                const float *ar = a + r * lda + k0;
+                float *cr = c + r * ldc + p * PANEL;
+                switch (m - r < MR ? m - r : MR) { /* constant row counts, so that each block unrolls */
+                case 6: block(6, kc, ar, lda, b, cr, ldc, cols); break;
+                case 5: block(5, kc, ar, lda, b, cr, ldc, cols); break;
+                case 4: block(4, kc, ar, lda, b, cr, ldc, cols); break;
+                case 3: block(3, kc, ar, lda, b, cr, ldc, cols); break;
+                case 2: block(2, kc, ar, lda, b, cr, ldc, cols); break;
+                default: block(1, kc, ar, lda, b, cr, ldc, cols); break;
+                }
+            }
+        }
+    }
+}
+
+/* c[m, n] += a[m, depth] B, B packed by onlstm_pack (the tests compare it with PyTorch's product). Returns 0. */
+EXPORT CLONES int onlstm_product(int64_t m, int64_t n, int64_t depth, const float *a, int64_t lda,
+                                 const float *packed, float *c, int64_t ldc) {
+    product(m, n, depth, a, lda, packed, c, ldc);
+    return 0;
+}
+
 /* ---- The whole time loop of a layer in one call (recurrent matrix products included) ----
  *
- * The recurrent product of each step goes through the Fortran BLAS sgemm_ that the caller passes as a function
- * pointer (compiled.py takes it from the BLAS linked into PyTorch, MKL in the x86 wheels), so this file needs no
- * BLAS headers or libraries at build time. Integer arguments are passed as pointers to zero-extended int64 values:
- * an LP64 BLAS reads their low 32 bits (this code runs only on little-endian machines, compiled.py checks), an ILP64
- * one all 64. compiled.py checks the function on a small product (onlstm_gemm_check) before using it.
- *
- * A call covers directions [k_begin, k_end) and rows [r_begin, r_end): rows of an RNN never interact, so two calls
- * on disjoint directions or rows can run at the same time on two threads (ctypes releases the GIL), each with its
- * own scratch. set_threads (MKL's mkl_set_num_threads_local, or NULL) sets the BLAS threads of the calling thread
- * for the call's products and is restored at the end. */
-
-typedef void (*sgemm_fn)(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
-                         const int64_t *k, const float *alpha, const float *a, const int64_t *lda, const float *b,
-                         const int64_t *ldb, const float *beta, float *c, const int64_t *ldc);
-typedef int (*threads_fn)(int);
+ * A call covers directions [k_begin, k_end) and rows [r_begin, r_end): rows of an RNN never interact, so calls on
+ * disjoint directions or rows run at the same time on several threads (ctypes releases the GIL), each with its own
+ * scratch, and never wait for each other. */
 
 /* Must match _Loop in compiled.py field for field. */
 typedef struct {
-    sgemm_fn gemm;
-    threads_fn set_threads; /* NULL: leave the BLAS threads as they are */
-    int64_t threads;        /* BLAS threads for this call's products (with set_threads) */
-    const float *weight;    /* recurrent weights, direction k at weight + k * weight_sk: forward [K, H, G] (scaled,
-                             * transposed), backward [K, G, H], row-major */
+    const float *weight;    /* recurrent weights packed by onlstm_pack, direction k at weight + k * weight_sk:
+                             * forward the scaled [H, G] (h W), backward the [G, H] of PyTorch (d_pre W) */
     int64_t weight_sk;
     const int64_t *rows_at; /* [stop] rows running at each step (non-increasing) */
     int64_t stop;           /* steps with a running row */
@@ -348,25 +442,14 @@ typedef struct {
     float *scratch;         /* this call's scratch (forward: 2 H + 2 L floats; backward: 4 H + 4 L) */
 } loop;
 
-/* row-major C[n, m] += A[n, kk] B with B = W^T (transpose_w: W row-major [m, kk]) or B = W (W row-major [kk, m]) */
-INLINE void gemm_rows(const loop *l, int transpose_w, int64_t m, int64_t n, int64_t kk, const float *w,
-                      const float *a, int64_t lda, float *c, int64_t ldc) {
-    const float one = 1.0f;
-    const int64_t ldw = transpose_w ? kk : m;
-    /* column-major: C^T [m, n] += op(W) A^T, W seen column-major as W^T */
-    l->gemm(transpose_w ? "T" : "N", "N", &m, &n, &kk, &one, w, &ldw, a, &lda, &one, c, &ldc);
-}
-
 INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* The forward of every step: for t > 0, act_t += h_{t-1} W (W the scaled recurrent weight transposed, [H, G]
- * row-major: MKL runs these products with few rows up to a sixth faster than from the [G, H] layout when W does not
- * fit in the cache; step 0's product, from a given initial state, is the caller's), then step t's element-wise
- * work. `even` and `odd` are
+/* The forward of every step: for t > 0, act_t += h_{t-1} W (W the scaled recurrent weight transposed, [H, G]; step
+ * 0's product, from a given initial state, is the caller's), then step t's element-wise work. `even` and `odd` are
  * the contexts of even and odd steps (the same when the cell buffers are per step). Returns 0. */
 EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const loop *l) {
     const int64_t H = even->hidden, G = 4 * H + 2 * even->levels;
-    int before = l->set_threads ? l->set_threads((int)l->threads) : 0;
+    const int64_t packed_sk = l->weight_sk;
     for (int64_t t = 0; t < l->stop; t++) {
         const int64_t r_end = min64(l->rows_at[t], l->r_end);
         if (r_end <= l->r_begin) break; /* rows_at never grows: none of these rows runs again */
@@ -374,21 +457,19 @@ EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const
         x.scratch = l->scratch;
         for (int64_t k = l->k_begin; k < l->k_end; k++) {
             if (t > 0)
-                gemm_rows(l, 0, G, r_end - l->r_begin, H, l->weight + k * l->weight_sk,
-                          AT(x.h, t - 1, k, l->r_begin), x.h.sr, AT(x.act, t, k, l->r_begin), x.act.sr);
+                product(r_end - l->r_begin, G, H, AT(x.h, t - 1, k, l->r_begin), x.h.sr, l->weight + k * packed_sk,
+                        AT(x.act, t, k, l->r_begin), x.act.sr);
             step_rows(&x, t, k, k + 1, l->r_begin, r_end);
         }
     }
-    if (l->set_threads) l->set_threads(before);
     return 0;
 }
 
-/* The backward of every step, last first: dL/dh_t += dL/d(pre-activations)_{t+1} W (W the unscaled recurrent weight
- * [G, H]) on the rows running at t + 1, then step t's element-wise backward. After the last step the first
+/* The backward of every step, last first: dL/dh_t += dL/d(pre-activations)_{t+1} W (W the unscaled recurrent
+ * weight [G, H]) on the rows running at t + 1, then step t's element-wise backward. After the last step the first
  * `last_carry` rows start from the carry buffer's dL/dc. Returns 0. */
 EXPORT CLONES int onlstm_backward_loop(const layer_grad *grad, const loop *l, int64_t last_carry) {
     const int64_t H = grad->hidden, G = 4 * H + 2 * grad->levels;
-    int before = l->set_threads ? l->set_threads((int)l->threads) : 0;
     layer_grad x = *grad;
     x.scratch = l->scratch;
     for (int64_t t = l->stop - 1; t >= 0; t--) {
@@ -398,43 +479,72 @@ EXPORT CLONES int onlstm_backward_loop(const layer_grad *grad, const loop *l, in
         const int64_t next_end = t + 1 < l->stop ? min64(next, l->r_end) : 0;
         for (int64_t k = l->k_begin; k < l->k_end; k++) {
             if (next_end > l->r_begin)
-                gemm_rows(l, 0, H, next_end - l->r_begin, G, l->weight + k * l->weight_sk,
-                          AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
+                product(next_end - l->r_begin, H, G, AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr,
+                        l->weight + k * l->weight_sk, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
             step_backward_rows(&x, t, k, k + 1, l->r_begin, r_end, next);
         }
     }
-    if (l->set_threads) l->set_threads(before);
     return 0;
 }
 
-/* Checks a sgemm_ on a small product, both transpositions used above: 0 when it computes what it should. */
-EXPORT int onlstm_gemm_check(sgemm_fn gemm) {
-    float w[3 * 5], a[2 * 5], c[2 * 3], b[2 * 5];
-    for (int i = 0; i < 15; i++) w[i] = (float)(i % 7) - 3.0f;
-    for (int i = 0; i < 10; i++) a[i] = (float)(i % 4) - 1.5f;
-    loop l;
-    memset(&l, 0, sizeof l);
-    l.gemm = gemm;
-    /* c[2, 3] = 1 + a[2, 5] w^T, w [3, 5] */
-    for (int i = 0; i < 6; i++) c[i] = 1.0f;
-    gemm_rows(&l, 1, 3, 2, 5, w, a, 5, c, 3);
-    for (int r = 0; r < 2; r++)
-        for (int g = 0; g < 3; g++) {
-            float want = 1.0f;
-            for (int j = 0; j < 5; j++) want += a[r * 5 + j] * w[g * 5 + j];
-            if (c[r * 3 + g] != want) return 1;
-        }
-    /* b[2, 5] = 2 + c[2, 3] w, w [3, 5] */
-    for (int i = 0; i < 10; i++) b[i] = 2.0f;
-    gemm_rows(&l, 0, 5, 2, 3, w, c, 3, b, 5);
-    for (int r = 0; r < 2; r++)
-        for (int j = 0; j < 5; j++) {
-            float want = 2.0f;
-            for (int g = 0; g < 3; g++) want += c[r * 3 + g] * w[g * 5 + j];
-            if (b[r * 5 + j] != want) return 2;
-        }
+/* ---- Pieces of a layer's loop at the same time on the OpenMP threads PyTorch already runs ----
+ *
+ * After a parallel PyTorch operation (the input projection) its OpenMP worker threads keep spinning for a while; a
+ * thread of our own started then shares a core with one of them (measured: no gain from a second thread at NER
+ * shapes). So the pieces run on those very workers: compiled.py passes GOMP_parallel (the entry point of
+ * `#pragma omp parallel` in GCC's OpenMP runtime, which LLVM's exports too) of the runtime PyTorch loaded, and each
+ * team member takes the next piece not yet taken until none is left (so a team of any size, one included, runs
+ * every piece once). Needs GCC/Clang atomics; elsewhere the team calls return 1 and compiled.py uses a thread pool. */
+
+typedef void (*parallel_fn)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+
+typedef struct {
+    const layer *even, *odd;
+    const layer_grad *grad;
+    const loop *loops;
+    int64_t count, last_carry, next;
+} team;
+
+#if defined(__GNUC__) || defined(__clang__)
+INLINE int64_t take_piece(team *t) { return __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED); }
+
+static void forward_member(void *data) {
+    team *t = (team *)data;
+    for (int64_t i = take_piece(t); i < t->count; i = take_piece(t)) onlstm_forward_loop(t->even, t->odd, &t->loops[i]);
+}
+
+static void backward_member(void *data) {
+    team *t = (team *)data;
+    for (int64_t i = take_piece(t); i < t->count; i = take_piece(t))
+        onlstm_backward_loop(t->grad, &t->loops[i], t->last_carry);
+}
+
+/* onlstm_forward_loop on each of loops[0..count) at the same time, through `parallel`. Returns 0. */
+EXPORT int onlstm_forward_team(parallel_fn parallel, const layer *even, const layer *odd, const loop *loops,
+                               int64_t count) {
+    team t = {even, odd, NULL, loops, count, 0, 0};
+    parallel(forward_member, &t, (unsigned)count, 0);
     return 0;
 }
+
+/* onlstm_backward_loop on each of loops[0..count) at the same time, through `parallel`. Returns 0. */
+EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, const loop *loops, int64_t count,
+                                int64_t last_carry) {
+    team t = {NULL, NULL, grad, loops, count, last_carry, 0};
+    parallel(backward_member, &t, (unsigned)count, 0);
+    return 0;
+}
+#else
+EXPORT int onlstm_forward_team(parallel_fn parallel, const layer *even, const layer *odd, const loop *loops,
+                               int64_t count) {
+    return 1;
+}
+
+EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, const loop *loops, int64_t count,
+                                int64_t last_carry) {
+    return 1;
+}
+#endif
 
 /* Random words for DropConnect masks: 16 xoshiro128++ generators (Blackman & Vigna, "Scrambled linear pseudorandom
  * number generators", 2021) side by side, word 16 k + l from generator l, so that the loop vectorises. `state` holds

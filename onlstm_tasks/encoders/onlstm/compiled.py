@@ -7,17 +7,14 @@ want of one). Three back ends run a layer pass (:class:`~onlstm_tasks.encoders.o
 first:
 
 - the whole loop (:func:`loop_usable`): one compiled call runs every time step of a layer, recurrent matrix products
-  included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products go
-  through the ``sgemm_`` of the BLAS linked into PyTorch (MKL in the x86-64 wheels), found at run time with ctypes
-  and checked on a small product (``onlstm_gemm_check``), so that building still needs no PyTorch or BLAS headers.
-  With two or more threads the two directions of a bidirectional layer run at the same time on two threads
-  (:func:`loop_pieces`; they never synchronise; ctypes releases the GIL), each product on one BLAS thread (MKL's
-  ``MKL_Set_Num_Threads_Local``); a unidirectional layer runs as one piece whose products use every thread (cutting
-  its rows into two pieces measured 20-30% slower at NER shapes on 2 cores). ``ONLSTM_WHOLE_LOOP=0`` turns this
-  path off;
-- the per-step path (:func:`usable`, when the whole loop is not): each step's recurrent product is a PyTorch
-  ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the backward)
-  one compiled call; used where PyTorch's BLAS exports no usable ``sgemm_``;
+  included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products are
+  the C file's own, on the recurrent weights packed once per layer call (:func:`packed`; why not PyTorch's BLAS:
+  ``scripts/benchmark_blas_gemm.py``). With two or more threads the work is cut into pieces that run at the same
+  time and never synchronise (:func:`loop_pieces`: the directions of a bidirectional layer, then blocks of rows;
+  ctypes releases the GIL). ``ONLSTM_WHOLE_LOOP=0`` turns this path off;
+- the per-step path (:func:`usable`, when the whole loop is switched off): each step's recurrent product is a
+  PyTorch ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the
+  backward) one compiled call;
 - the PyTorch loop (:mod:`.steps_torch`): CUDA, float64, no compiler, or ``ONLSTM_FUSED_STEP=0`` (which turns every
   compiled path off).
 
@@ -43,7 +40,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 6  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 7  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -103,38 +100,22 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_forward_loop.restype = ctypes.c_int
     lib.onlstm_backward_loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
     lib.onlstm_backward_loop.restype = ctypes.c_int
-    lib.onlstm_gemm_check.argtypes = [ctypes.c_void_p]
-    lib.onlstm_gemm_check.restype = ctypes.c_int
+    lib.onlstm_pack.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                ctypes.c_void_p]
+    lib.onlstm_pack.restype = None
+    lib.onlstm_product.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.onlstm_product.restype = ctypes.c_int
+    lib.onlstm_forward_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_int64]
+    lib.onlstm_forward_team.restype = ctypes.c_int
+    lib.onlstm_backward_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                         ctypes.c_int64]
+    lib.onlstm_backward_team.restype = ctypes.c_int
     return lib
 
 
-def _torch_blas() -> tuple[int, int] | None:
-    """Addresses of ``sgemm_`` and of MKL's ``MKL_Set_Num_Threads_Local`` (0 when absent) in the BLAS linked into
-    PyTorch (MKL in the x86-64 CPU wheels), or None when there is no usable ``sgemm_`` (other builds: the whole-loop
-    path then stays off and the per-step path runs). Checked on a small product by ``onlstm_gemm_check``."""
-    if _LIB is None or sys.byteorder != "little":  # integers are passed as int64 read by an LP64 or ILP64 BLAS
-        return None
-    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
-    for path in sorted(glob.glob(os.path.join(lib_dir, "*torch_cpu*"))):
-        try:
-            blas = ctypes.CDLL(path)  # already loaded by torch: this only opens a handle
-            gemm = ctypes.cast(blas.sgemm_, ctypes.c_void_p).value
-        except (OSError, AttributeError):
-            continue
-        # MKL's C function (mkl_service.h #defines mkl_set_num_threads_local to it; the lower-case symbol is the
-        # Fortran interface, which takes a pointer)
-        threads = getattr(blas, "MKL_Set_Num_Threads_Local", None)
-        threads = ctypes.cast(threads, ctypes.c_void_p).value if threads is not None else 0
-        if _LIB.onlstm_gemm_check(gemm) != 0:
-            log.warning("sgemm_ in %s does not compute what it should; the ON-LSTM runs its per-step loop", path)
-            return None
-        return gemm, threads or 0
-    log.debug("no sgemm_ in PyTorch's libraries; the ON-LSTM runs its per-step loop")
-    return None
-
-
 _LIB = _load()
-_BLAS = _torch_blas()
 _enabled = os.environ.get(ENV, "1") != "0"
 LOOP_ENV = "ONLSTM_WHOLE_LOOP"
 _loop_enabled = os.environ.get(LOOP_ENV, "1") != "0"
@@ -156,10 +137,9 @@ def on_cpu(device: torch.device) -> bool:
 
 
 def loop_usable(x: torch.Tensor) -> bool:
-    """Whether a layer over ``x`` may run its whole time loop in one compiled call (:class:`LayerLoop`): the
-    compiled step is usable, PyTorch's BLAS exports a working ``sgemm_``, and ``ONLSTM_WHOLE_LOOP`` is not ``0``
-    (otherwise the per-step compiled path runs)."""
-    return _loop_enabled and _BLAS is not None and usable(x)
+    """Whether a layer over ``x`` may run its whole time loop in compiled calls (:meth:`FusedSteps.run_all`): the
+    compiled step is usable and ``ONLSTM_WHOLE_LOOP`` is not ``0`` (otherwise the per-step compiled path runs)."""
+    return _loop_enabled and usable(x)
 
 
 @contextmanager
@@ -190,6 +170,33 @@ def strided(buf: torch.Tensor) -> _Strided:
     else:
         raise ValueError(f"expected a [K, T, B, n] or [K, B, n] buffer, got shape {tuple(buf.shape)}")
     return _Strided(buf.data_ptr(), t, k, r)
+
+
+PANEL = 16  # PANEL in _onlstm_step.c: columns per packed panel
+
+
+def packed(matrices: torch.Tensor) -> torch.Tensor:
+    """``matrices`` [K, depth, n] (float32 CPU, any strides: a transposed view packs without a copy first) packed
+    for the compiled products (``onlstm_pack``): [K, ceil(n / PANEL) * PANEL * depth], one row per matrix."""
+    if matrices.dtype != torch.float32 or matrices.device.type != "cpu" or matrices.dim() != 3:
+        raise ValueError(f"the compiled products read float32 CPU [K, depth, n] weights, got {matrices.dtype} "
+                         f"{tuple(matrices.shape)} on {matrices.device}")
+    dirs, depth, n = matrices.shape
+    out = torch.empty(dirs, -(-n // PANEL) * PANEL * depth, dtype=torch.float32)
+    for k in range(dirs):
+        m = matrices[k]
+        _LIB.onlstm_pack(m.data_ptr(), depth, n, m.stride(0), m.stride(1), out[k].data_ptr())
+    return out
+
+
+def product(a: torch.Tensor, packed_b: torch.Tensor, n: int, c: torch.Tensor) -> None:
+    """``c += a @ B`` in place through the compiled product (``onlstm_product``), ``B`` [depth, n] given packed (one
+    row of :func:`packed`); ``a`` [m, depth] and ``c`` [m, n] float32 CPU with contiguous rows. For tests and
+    ``scripts/benchmark_blas_gemm.py``."""
+    m, depth = a.shape
+    if a.stride(1) != 1 or c.stride(1) != 1 or c.shape != (m, n) or packed_b.numel() != -(-n // PANEL) * PANEL * depth:
+        raise ValueError("expected a [m, depth], c [m, n] with contiguous rows and B packed for [depth, n]")
+    _LIB.onlstm_product(m, n, depth, a.data_ptr(), a.stride(0), packed_b.data_ptr(), c.data_ptr(), c.stride(0))
 
 
 STREAMS = 16  # XOSHIRO_STREAMS in _onlstm_step.c
@@ -250,12 +257,14 @@ class FusedSteps:
 
     def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int) -> None:
         """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): for t > 0 the recurrent
-        product with ``weight`` [K, H, G] (the scaled recurrent weights transposed, contiguous) added into step t's
-        pre-activations, then its element-wise work. Step 0's product from a given initial state is the caller's."""
+        product with ``weight`` (:func:`packed` from the scaled recurrent weights transposed, [K, H, G]) added into
+        step t's pre-activations, then its element-wise work. Step 0's product from a given initial state is the
+        caller's."""
         even, odd = self._refs[0], self._refs[-1]
         loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
                        + 2 * self._contexts[0].levels)
-        _run_pieces(_LIB.onlstm_forward_loop, [(even, odd, ctypes.byref(lp)) for lp in loops])
+        if not (len(loops) > 1 and _PARALLEL and _LIB.onlstm_forward_team(_PARALLEL, even, odd, loops, len(loops)) == 0):
+            _run_pieces(_LIB.onlstm_forward_loop, [(even, odd, ctypes.byref(lp)) for lp in loops])
 
 
 class FusedBackwardSteps:
@@ -281,64 +290,98 @@ class FusedBackwardSteps:
 
     def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, last_carry: int) -> None:
         """Every step's backward, last first, in compiled calls (see :meth:`FusedSteps.run_all`): for t + 1 < stop
-        dL/dh_t gets the recurrent part (step t + 1's dL/d(pre-activations) times ``weight`` [K, G, H], the
-        unscaled recurrent weights, contiguous), then step t's element-wise backward; after the last step the first
+        dL/dh_t gets the recurrent part (step t + 1's dL/d(pre-activations) times ``weight``, :func:`packed` from
+        the unscaled recurrent weights [K, G, H]), then step t's element-wise backward; after the last step the first
         ``last_carry`` rows read dL/dc from ``carry``."""
         ctx = self._context
         loops = _loops(weight, rows_at, stop, ctx.dirs, 4 * ctx.hidden + 4 * ctx.levels)
-        _run_pieces(_LIB.onlstm_backward_loop, [(self._ref, ctypes.byref(lp), last_carry) for lp in loops])
+        if not (len(loops) > 1 and _PARALLEL
+                and _LIB.onlstm_backward_team(_PARALLEL, self._ref, loops, len(loops), last_carry) == 0):
+            _run_pieces(_LIB.onlstm_backward_loop, [(self._ref, ctypes.byref(lp), last_carry) for lp in loops])
 
 
 class _Loop(ctypes.Structure):
     """The C ``loop`` struct, field for field."""
 
     _fields_ = [
-        ("gemm", ctypes.c_void_p), ("set_threads", ctypes.c_void_p), ("threads", ctypes.c_int64),
         ("weight", ctypes.c_void_p), ("weight_sk", ctypes.c_int64), ("rows_at", ctypes.c_void_p),
         ("stop", ctypes.c_int64), ("k_begin", ctypes.c_int64), ("k_end", ctypes.c_int64),
         ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p),
     ]
 
 
+MIN_PIECE_ROWS = 4  # fewer rows than this per piece: not worth a thread
+
+
 def loop_pieces(dirs: int, rows_at: list[int], threads: int | None = None) -> list[tuple[int, int, int, int]]:
     """How a layer's time loop is shared among threads: ``(k_begin, k_end, r_begin, r_end)`` per piece, each
-    piece one compiled call. With two or more threads the two directions of a bidirectional layer are two pieces
-    (they never synchronise); otherwise one piece. A unidirectional layer is not cut by rows: at NER shapes on 2
-    cores (B 32, T 40, H 256) two row blocks on one BLAS thread each took 20-30% longer than one piece whose
-    products use both threads (measured with ``scripts/benchmark_encoders.py --threads 2``)."""
+    piece one compiled call, all running at the same time and never synchronising (rows of an RNN never interact).
+    One thread: one piece. Otherwise each direction gets ``threads // dirs`` pieces (at least one), a bidirectional
+    layer's directions first, then blocks of rows of about equal work (``rows_at``: rows running at each step,
+    non-increasing), each of at least :data:`MIN_PIECE_ROWS` rows."""
     threads = torch.get_num_threads() if threads is None else threads
     batch = rows_at[0]
-    if threads >= 2 and dirs == 2:
-        return [(0, 1, 0, batch), (1, 2, 0, batch)]
-    return [(0, dirs, 0, batch)]
+    if threads < 2:
+        return [(0, dirs, 0, batch)]
+    blocks = max(1, min(threads // dirs, batch // MIN_PIECE_ROWS))
+    # steps each row runs (non-increasing in the row), and its cumulative sum: cut where it passes i / blocks
+    ends = [0] * (batch + 1)
+    for rows in rows_at:
+        ends[rows] += 1
+    runs, running = [], len(rows_at)
+    for r in range(batch):
+        running -= ends[r]
+        runs.append(running)
+    total, cuts, done = sum(runs), [0], 0
+    for r, steps in enumerate(runs):
+        done += steps
+        if len(cuts) < blocks and done * blocks >= total * len(cuts) and batch - (r + 1) >= MIN_PIECE_ROWS \
+                and r + 1 - cuts[-1] >= MIN_PIECE_ROWS:
+            cuts.append(r + 1)
+    cuts.append(batch)
+    return [(k, k + 1, begin, end) for k in range(dirs) for begin, end in zip(cuts, cuts[1:])]
 
 
-def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int) -> list[_Loop]:
-    """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`), each with its own scratch; they and
-    the tensors they point into are kept alive on the structs (``_keep``)."""
-    if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 3:
-        raise ValueError("the compiled loop reads contiguous float32 [K, n, m] weights")
-    gemm, set_threads = _BLAS
+def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int) -> ctypes.Array:
+    """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`) in one array, each with its own scratch;
+    the tensors they point into are kept alive on the array (``_keep``). ``weight``: :func:`packed`."""
+    if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 2 or weight.size(0) != dirs:
+        raise ValueError("the compiled loop reads packed float32 weights, one row per direction")
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
     pieces = loop_pieces(dirs, rows_at)
-    threads = max(1, torch.get_num_threads() // len(pieces))
-    loops = []
-    for k_begin, k_end, r_begin, r_end in pieces:
-        buf = torch.empty(scratch, dtype=torch.float32)
-        lp = _Loop(gemm=gemm, set_threads=set_threads or None, threads=threads, weight=weight.data_ptr(),
-                   weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop, k_begin=k_begin, k_end=k_end,
-                   r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr())
-        lp._keep = (weight, rows, buf)
-        loops.append(lp)
+    bufs = torch.empty(len(pieces), scratch, dtype=torch.float32)
+    loops = (_Loop * len(pieces))(*(
+        _Loop(weight=weight.data_ptr(), weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop,
+              k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr())
+        for (k_begin, k_end, r_begin, r_end), buf in zip(pieces, bufs)))
+    loops._keep = (weight, rows, bufs)
     return loops
 
 
+def _openmp_parallel() -> int | None:
+    """The address of ``GOMP_parallel`` in the OpenMP runtime PyTorch's CPU library loaded (its intra-op worker
+    threads: the team calls of ``_onlstm_step.c`` run a layer's pieces on them), or None (none found: the pieces run
+    on a thread pool of our own, :func:`_run_pieces`). ``ONLSTM_OPENMP=0`` says None."""
+    if _LIB is None or os.environ.get("ONLSTM_OPENMP", "1") == "0":
+        return None
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for path in sorted(glob.glob(os.path.join(lib_dir, "*torch_cpu*"))):
+        try:  # already loaded by torch: this only opens a handle, whose lookups search its dependencies too
+            return ctypes.cast(ctypes.CDLL(path).GOMP_parallel, ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            continue
+    log.debug("no OpenMP runtime found beside PyTorch; the ON-LSTM's loop pieces run on a thread pool")
+    return None
+
+
+_PARALLEL = _openmp_parallel()
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _run_pieces(fn, calls: list[tuple]) -> None:
     """``fn(*args)`` for every ``args`` of ``calls``: the first on this thread, the others on a small thread pool
-    at the same time (ctypes releases the GIL during each call). The pool is made again after a fork."""
+    at the same time (ctypes releases the GIL during each call): the way pieces run where no OpenMP runtime was
+    found (:func:`_openmp_parallel`). The pool is made again after a fork."""
     global _POOL
     if len(calls) == 1:
         fn(*calls[0])

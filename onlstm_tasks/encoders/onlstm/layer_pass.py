@@ -116,7 +116,7 @@ class LayerPass:
         if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
             acts[:, 0].baddbmm_(h_init, w_hh_t)
         if compiled.loop_usable(x):  # the whole time loop, recurrent products included, in compiled calls
-            _fused_forward_steps(self, acts, h, masters).run_all(w_hh_t.contiguous(), self.rows_at, stop)
+            _fused_forward_steps(self, acts, h, masters).run_all(compiled.packed(w_hh_t), self.rows_at, stop)
         else:
             if compiled.usable(x):
                 fused, rows_at = _fused_forward_steps(self, acts, h, masters), self.rows_at
@@ -180,7 +180,7 @@ class LayerPass:
         rows_at = self.rows_at
         if compiled.loop_usable(h):  # the whole time loop, recurrent products included, in compiled calls
             fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
-            fused.run_all(weight_hh.contiguous(), rows_at, stop, batch if grad_c_last is not None else 0)
+            fused.run_all(compiled.packed(weight_hh), rows_at, stop, batch if grad_c_last is not None else 0)
             return d_pre
         if compiled.usable(h):
             fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
