@@ -324,40 +324,54 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
  * every such call, and at NER shapes that copy costs about as much as the arithmetic saved by its kernels
  * (scripts/benchmark_blas_gemm.py prints this product through PyTorch's BLAS and through the code below). Here W is
  * packed once per layer call (onlstm_pack) into panels of PANEL columns stored depth-major, so that a register block
- * of MR rows x PANEL columns reads one panel straight through while the panel stays in the L1 cache for the next
- * row block; the depth is cut into passes of KC so that it does. The accumulators are GCC/Clang vector types (12
+ * of MR rows x PANEL columns reads one panel straight through, from the cache for every row block after the first
+ * (at NER shapes the panels of both weights fit the L1 cache together). The accumulators are GCC/Clang vector types (12
  * vectors of 8 floats: the AVX2 + FMA clone keeps them in registers); other compilers get the same loops on arrays. */
 
 #define PANEL 16
 #define MR 6
-#define KC 256
+#define KC 256          /* depth of a pass when the terms are deeper than FUSED_DEPTH together */
+#define FUSED_DEPTH 384 /* panels of this depth take 24 KiB: they fit a 32 KiB L1 cache */
 
-/* The [depth, n] matrix whose element (k, j) is at w[k * sk + j * sn] into panels of PANEL columns, panel p's
- * element (k, j) at out[(p * depth + k) * PANEL + j]; the columns past n of the last panel are zeros.
- * `out` holds ceil(n / PANEL) * PANEL * depth floats. */
+/* The [depth, n] matrix whose element (k, j) is w[k * sk + j * sn] times scale[j] (scale NULL: 1) into panels of
+ * PANEL columns, panel p's element (k, j) at out[(p * depth + k) * PANEL + j]; the columns past n of the last panel
+ * are zeros. `out` holds ceil(n / PANEL) * PANEL * depth floats. */
 EXPORT CLONES void onlstm_pack(const float *restrict w, int64_t depth, int64_t n, int64_t sk, int64_t sn,
-                               float *restrict out) {
+                               const float *restrict scale, float *restrict out) {
     for (int64_t p = 0; p * PANEL < n; p++) {
         float *o = out + p * depth * PANEL;
-        const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
-        for (int64_t j = 0; j < PANEL; j++) {
-            const float *src = w + (p * PANEL + j) * sn;
-            if (j < cols)
-                for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = src[k * sk];
-            else
-                for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = 0.0f;
+        const int64_t first = p * PANEL, cols = n - first < PANEL ? n - first : PANEL;
+        float factor[PANEL];
+        for (int64_t j = 0; j < PANEL; j++) factor[j] = j < cols ? (scale ? scale[first + j] : 1.0f) : 0.0f;
+        if (sn <= sk) { /* the source's rows run along j: read them in order */
+            for (int64_t k = 0; k < depth; k++)
+                for (int64_t j = 0; j < PANEL; j++)
+                    o[k * PANEL + j] = j < cols ? w[k * sk + (first + j) * sn] * factor[j] : 0.0f;
+        } else { /* its rows run along k (a transposed view) */
+            for (int64_t j = 0; j < PANEL; j++) {
+                const float *src = w + (first + j) * sn;
+                if (j < cols)
+                    for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = src[k * sk] * factor[j];
+                else
+                    for (int64_t k = 0; k < depth; k++) o[k * PANEL + j] = 0.0f;
+            }
         }
     }
 }
 
+/* Two products into the same output, c = start + a1 B1 + a2 B2, each term given by one of these (a NULL: none) */
+typedef struct {
+    const float *a;      /* row i of the left factor at a + i * lda */
+    int64_t lda, depth;
+    const float *packed; /* the right factor [depth, n], packed by onlstm_pack: panel p at packed + p * stride */
+    int64_t stride;      /* depth * PANEL, or more for a slice of a longer factor's depth */
+} term;
+
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(ONLSTM_PLAIN_PRODUCT)
 typedef float vec8 __attribute__((vector_size(32), aligned(4), may_alias));
 
-/* c[rows, cols] += a[rows, depth] b for one register block: b a panel (depth x PANEL, depth-major), cols <= PANEL */
-INLINE void block(const int rows, int64_t depth, const float *a, int64_t lda, const float *b, float *c,
-                  int64_t ldc, int64_t cols) {
-    vec8 acc[MR][2];
-    for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
+/* acc[i] += a[i, :] b for one term's panel b (depth x PANEL, depth-major) */
+INLINE void block_term(const int rows, vec8 acc[MR][2], const float *a, int64_t lda, int64_t depth, const float *b) {
     for (int64_t k = 0; k < depth; k++) {
         const vec8 b0 = *(const vec8 *)(b + k * PANEL), b1 = *(const vec8 *)(b + k * PANEL + 8);
         for (int i = 0; i < rows; i++) {
@@ -366,62 +380,99 @@ INLINE void block(const int rows, int64_t depth, const float *a, int64_t lda, co
             acc[i][1] += x * b1;
         }
     }
+}
+
+/* One register block of `rows` rows and the columns [p PANEL, p PANEL + cols) of panel p: c = start + the terms,
+ * start the row vector `init` (cols values) or, when NULL, what c holds. */
+INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, const term *t1, const term *t2,
+                  int64_t r, float *c, int64_t ldc) {
+    vec8 acc[MR][2];
+    for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
+    block_term(rows, acc, t1->a + r * t1->lda, t1->lda, t1->depth, t1->packed + p * t1->stride);
+    if (t2->a) block_term(rows, acc, t2->a + r * t2->lda, t2->lda, t2->depth, t2->packed + p * t2->stride);
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         if (cols == PANEL) {
-            *(vec8 *)ci += acc[i][0];
-            *(vec8 *)(ci + 8) += acc[i][1];
+            vec8 s0 = init ? *(const vec8 *)init : *(vec8 *)ci, s1 = init ? *(const vec8 *)(init + 8) : *(vec8 *)(ci + 8);
+            *(vec8 *)ci = s0 + acc[i][0];
+            *(vec8 *)(ci + 8) = s1 + acc[i][1];
         } else {
             float sum[PANEL];
             memcpy(sum, &acc[i][0], sizeof acc[i][0]);
             memcpy(sum + 8, &acc[i][1], sizeof acc[i][1]);
-            for (int64_t j = 0; j < cols; j++) ci[j] += sum[j];
+            for (int64_t j = 0; j < cols; j++) ci[j] = (init ? init[j] : ci[j]) + sum[j];
         }
     }
 }
 #else
-INLINE void block(const int rows, int64_t depth, const float *a, int64_t lda, const float *b, float *c,
-                  int64_t ldc, int64_t cols) {
+INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, const term *t1, const term *t2,
+                  int64_t r, float *c, int64_t ldc) {
     float acc[MR][PANEL];
     memset(acc, 0, sizeof acc);
-    for (int64_t k = 0; k < depth; k++)
-        for (int i = 0; i < rows; i++) {
-            const float x = a[i * lda + k];
-            for (int j = 0; j < PANEL; j++) acc[i][j] += x * b[k * PANEL + j];
-        }
+    for (int which = 0; which < 2; which++) {
+        const term *t = which ? t2 : t1;
+        if (!t->a) continue;
+        const float *a = t->a + r * t->lda, *b = t->packed + p * t->stride;
+        for (int64_t k = 0; k < t->depth; k++)
+            for (int i = 0; i < rows; i++)
+                for (int j = 0; j < PANEL; j++) acc[i][j] += a[i * t->lda + k] * b[k * PANEL + j];
+    }
     for (int i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) c[i * ldc + j] += acc[i][j];
+        for (int64_t j = 0; j < cols; j++) c[i * ldc + j] = (init ? init[j] : c[i * ldc + j]) + acc[i][j];
 }
 #endif
 
-/* c[m, n] += a[m, depth] B (rows of a and c at strides lda, ldc), B packed by onlstm_pack */
-INLINE void product(int64_t m, int64_t n, int64_t depth, const float *a, int64_t lda, const float *packed, float *c,
-                    int64_t ldc) {
-    for (int64_t k0 = 0; k0 < depth; k0 += KC) {
-        const int64_t kc = depth - k0 < KC ? depth - k0 : KC;
-        for (int64_t p = 0; p * PANEL < n; p++) {
-            const float *b = packed + (p * depth + k0) * PANEL;
-            const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
-            for (int64_t r = 0; r < m; r += MR) {
-                const float *ar = a + r * lda + k0;
-                float *cr = c + r * ldc + p * PANEL;
-                switch (m - r < MR ? m - r : MR) { /* constant row counts, so that each block unrolls */
-                case 6: block(6, kc, ar, lda, b, cr, ldc, cols); break;
-                case 5: block(5, kc, ar, lda, b, cr, ldc, cols); break;
-                case 4: block(4, kc, ar, lda, b, cr, ldc, cols); break;
-                case 3: block(3, kc, ar, lda, b, cr, ldc, cols); break;
-                case 2: block(2, kc, ar, lda, b, cr, ldc, cols); break;
-                default: block(1, kc, ar, lda, b, cr, ldc, cols); break;
-                }
+/* One pass of product: per panel of columns, per block of MR rows, the block's sums stay in registers over both
+ * terms and c is written once. */
+INLINE void product_pass(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c,
+                         int64_t ldc) {
+    for (int64_t p = 0; p * PANEL < n; p++) {
+        const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
+        const float *start = init ? init + p * PANEL : NULL;
+        for (int64_t r = 0; r < m; r += MR) {
+            float *cr = c + r * ldc + p * PANEL;
+            switch (m - r < MR ? m - r : MR) { /* constant row counts, so that each block unrolls */
+            case 6: block(6, p, cols, start, t1, t2, r, cr, ldc); break;
+            case 5: block(5, p, cols, start, t1, t2, r, cr, ldc); break;
+            case 4: block(4, p, cols, start, t1, t2, r, cr, ldc); break;
+            case 3: block(3, p, cols, start, t1, t2, r, cr, ldc); break;
+            case 2: block(2, p, cols, start, t1, t2, r, cr, ldc); break;
+            default: block(1, p, cols, start, t1, t2, r, cr, ldc); break;
             }
         }
     }
 }
 
-/* c[m, n] += a[m, depth] B, B packed by onlstm_pack (the tests compare it with PyTorch's product). Returns 0. */
-EXPORT CLONES int onlstm_product(int64_t m, int64_t n, int64_t depth, const float *a, int64_t lda,
-                                 const float *packed, float *c, int64_t ldc) {
-    product(m, n, depth, a, lda, packed, c, ldc);
+/* c[m, n] = start + t1 + t2 (rows of c at stride ldc): start the row vector `init` [n] in every row or, when NULL,
+ * what c holds; t2.a NULL: no second term. In one pass when the panels of both right factors fit the L1 cache
+ * together (the forward at NER shapes: 128 + 256 deep); otherwise in passes of KC deep, one term after the other, so
+ * that each panel slice stays in the L1 cache for every row block (without them the backward's 1088-deep panels
+ * took 60% longer at NER shapes). */
+INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c, int64_t ldc) {
+    if (t1->depth + (t2->a ? t2->depth : 0) <= FUSED_DEPTH) {
+        product_pass(m, n, init, t1, t2, c, ldc);
+        return;
+    }
+    const term none = {NULL, 0, 0, NULL, 0};
+    for (int which = 0; which < 2; which++) {
+        const term *t = which ? t2 : t1;
+        if (!t->a) continue;
+        for (int64_t k0 = 0; k0 < t->depth; k0 += KC) {
+            const term slice = {t->a + k0, t->lda, t->depth - k0 < KC ? t->depth - k0 : KC, t->packed + k0 * PANEL,
+                                t->stride};
+            product_pass(m, n, init, &slice, &none, c, ldc);
+            init = NULL; /* from the second pass on, add to what c holds */
+        }
+    }
+}
+
+/* c[m, n] = (init ? init : c) + a1 B1 + a2 B2, each B packed by onlstm_pack (a2 NULL: no second term); the tests
+ * compare it with PyTorch's products. Returns 0. */
+EXPORT CLONES int onlstm_product(int64_t m, int64_t n, const float *init, const float *a1, int64_t lda1,
+                                 int64_t depth1, const float *packed1, const float *a2, int64_t lda2, int64_t depth2,
+                                 const float *packed2, float *c, int64_t ldc) {
+    const term t1 = {a1, lda1, depth1, packed1, depth1 * PANEL}, t2 = {a2, lda2, depth2, packed2, depth2 * PANEL};
+    product(m, n, init, &t1, &t2, c, ldc);
     return 0;
 }
 
@@ -436,6 +487,13 @@ typedef struct {
     const float *weight;    /* recurrent weights packed by onlstm_pack, direction k at weight + k * weight_sk:
                              * forward the scaled [H, G] (h W), backward the [G, H] of PyTorch (d_pre W) */
     int64_t weight_sk;
+    /* forward only: the input projection of each step, act_t = bias + x_t W_ih (+ the recurrent product) */
+    strided x;              /* [D] inputs, zero at padded steps */
+    int64_t input_size;     /* D */
+    const float *weight_ih; /* the scaled [D, G] input weights, packed; direction k at weight_ih + k * weight_ih_sk */
+    int64_t weight_ih_sk;
+    const float *bias;      /* [K, G] the scaled summed biases */
+    strided h0;             /* [H] the initial state h_{-1} (st = 0); base NULL: zeros (step 0 has no product) */
     const int64_t *rows_at; /* [stop] rows running at each step (non-increasing) */
     int64_t stop;           /* steps with a running row */
     int64_t k_begin, k_end, r_begin, r_end;
@@ -444,22 +502,30 @@ typedef struct {
 
 INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* The forward of every step: for t > 0, act_t += h_{t-1} W (W the scaled recurrent weight transposed, [H, G]; step
- * 0's product, from a given initial state, is the caller's), then step t's element-wise work. `even` and `odd` are
- * the contexts of even and odd steps (the same when the cell buffers are per step). Returns 0. */
+/* The forward of every step: act_t = bias + x_t W_ih + h_{t-1} W (W the scaled recurrent weight transposed,
+ * [H, G]; h_{-1} from h0, or no product), then step t's element-wise work. `even` and `odd` are the contexts of
+ * even and odd steps (the same when the cell buffers are per step). The input projection is done here, step by step
+ * on the rows that run, rather than in one large product beforehand: it then shares the threads of the loop's pieces
+ * (a large product beforehand is one more serial phase) and skips padded positions for free. Returns 0. */
 EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const loop *l) {
-    const int64_t H = even->hidden, G = 4 * H + 2 * even->levels;
-    const int64_t packed_sk = l->weight_sk;
+    const int64_t H = even->hidden, G = 4 * H + 2 * even->levels, D = l->input_size, r0 = l->r_begin;
     for (int64_t t = 0; t < l->stop; t++) {
-        const int64_t r_end = min64(l->rows_at[t], l->r_end);
-        if (r_end <= l->r_begin) break; /* rows_at never grows: none of these rows runs again */
+        const int64_t r_end = min64(l->rows_at[t], l->r_end), rows = r_end - r0;
+        if (rows <= 0) break; /* rows_at never grows: none of these rows runs again */
         layer x = *((t & 1) ? odd : even);
         x.scratch = l->scratch;
         for (int64_t k = l->k_begin; k < l->k_end; k++) {
-            if (t > 0)
-                product(r_end - l->r_begin, G, H, AT(x.h, t - 1, k, l->r_begin), x.h.sr, l->weight + k * packed_sk,
-                        AT(x.act, t, k, l->r_begin), x.act.sr);
-            step_rows(&x, t, k, k + 1, l->r_begin, r_end);
+            const term input = {AT(l->x, t, k, r0), l->x.sr, D, l->weight_ih + k * l->weight_ih_sk, D * PANEL};
+            term recurrent = {NULL, 0, H, l->weight + k * l->weight_sk, H * PANEL};
+            if (t > 0) {
+                recurrent.a = AT(x.h, t - 1, k, r0);
+                recurrent.lda = x.h.sr;
+            } else if (l->h0.base) {
+                recurrent.a = AT(l->h0, 0, k, r0);
+                recurrent.lda = l->h0.sr;
+            }
+            product(rows, G, l->bias + k * G, &input, &recurrent, AT(x.act, t, k, r0), x.act.sr);
+            step_rows(&x, t, k, k + 1, r0, r_end);
         }
     }
     return 0;
@@ -478,9 +544,12 @@ EXPORT CLONES int onlstm_backward_loop(const layer_grad *grad, const loop *l, in
         const int64_t next = t + 1 < l->stop ? l->rows_at[t + 1] : last_carry;
         const int64_t next_end = t + 1 < l->stop ? min64(next, l->r_end) : 0;
         for (int64_t k = l->k_begin; k < l->k_end; k++) {
-            if (next_end > l->r_begin)
-                product(next_end - l->r_begin, H, G, AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr,
-                        l->weight + k * l->weight_sk, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
+            if (next_end > l->r_begin) {
+                const term recurrent = {AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr, G, l->weight + k * l->weight_sk,
+                                        G * PANEL};
+                const term none = {NULL, 0, 0, NULL, 0};
+                product(next_end - l->r_begin, H, NULL, &recurrent, &none, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
+            }
             step_backward_rows(&x, t, k, k + 1, l->r_begin, r_end, next);
         }
     }

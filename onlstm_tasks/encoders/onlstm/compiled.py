@@ -101,10 +101,12 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_backward_loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
     lib.onlstm_backward_loop.restype = ctypes.c_int
     lib.onlstm_pack.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                                ctypes.c_void_p]
+                                ctypes.c_void_p, ctypes.c_void_p]
     lib.onlstm_pack.restype = None
-    lib.onlstm_product.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
-                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.onlstm_product.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.c_void_p, ctypes.c_int64]
     lib.onlstm_product.restype = ctypes.c_int
     lib.onlstm_forward_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_int64]
@@ -175,28 +177,43 @@ def strided(buf: torch.Tensor) -> _Strided:
 PANEL = 16  # PANEL in _onlstm_step.c: columns per packed panel
 
 
-def packed(matrices: torch.Tensor) -> torch.Tensor:
-    """``matrices`` [K, depth, n] (float32 CPU, any strides: a transposed view packs without a copy first) packed
-    for the compiled products (``onlstm_pack``): [K, ceil(n / PANEL) * PANEL * depth], one row per matrix."""
+def packed(matrices: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
+    """``matrices`` [K, depth, n] (float32 CPU, any strides: a transposed view packs without a copy first), each
+    column j times ``scale[j]`` if given ([n], contiguous), packed for the compiled products (``onlstm_pack``):
+    [K, ceil(n / PANEL) * PANEL * depth], one row per matrix."""
     if matrices.dtype != torch.float32 or matrices.device.type != "cpu" or matrices.dim() != 3:
         raise ValueError(f"the compiled products read float32 CPU [K, depth, n] weights, got {matrices.dtype} "
                          f"{tuple(matrices.shape)} on {matrices.device}")
     dirs, depth, n = matrices.shape
+    if scale is not None and (scale.shape != (n,) or scale.dtype != torch.float32 or not scale.is_contiguous()):
+        raise ValueError(f"expected a contiguous float32 scale of {n} values, got {scale.dtype} {tuple(scale.shape)}")
     out = torch.empty(dirs, -(-n // PANEL) * PANEL * depth, dtype=torch.float32)
+    factors = None if scale is None else scale.data_ptr()
     for k in range(dirs):
         m = matrices[k]
-        _LIB.onlstm_pack(m.data_ptr(), depth, n, m.stride(0), m.stride(1), out[k].data_ptr())
+        _LIB.onlstm_pack(m.data_ptr(), depth, n, m.stride(0), m.stride(1), factors, out[k].data_ptr())
     return out
 
 
-def product(a: torch.Tensor, packed_b: torch.Tensor, n: int, c: torch.Tensor) -> None:
-    """``c += a @ B`` in place through the compiled product (``onlstm_product``), ``B`` [depth, n] given packed (one
-    row of :func:`packed`); ``a`` [m, depth] and ``c`` [m, n] float32 CPU with contiguous rows. For tests and
-    ``scripts/benchmark_blas_gemm.py``."""
-    m, depth = a.shape
-    if a.stride(1) != 1 or c.stride(1) != 1 or c.shape != (m, n) or packed_b.numel() != -(-n // PANEL) * PANEL * depth:
-        raise ValueError("expected a [m, depth], c [m, n] with contiguous rows and B packed for [depth, n]")
-    _LIB.onlstm_product(m, n, depth, a.data_ptr(), a.stride(0), packed_b.data_ptr(), c.data_ptr(), c.stride(0))
+def product(c: torch.Tensor, a: torch.Tensor, packed_b: torch.Tensor, a2: torch.Tensor | None = None,
+            packed_b2: torch.Tensor | None = None, init: torch.Tensor | None = None) -> None:
+    """``c = start + a @ B (+ a2 @ B2)`` in place through the compiled product (``onlstm_product``), ``start`` the
+    row vector ``init`` [n] in every row or, when None, ``c`` itself; each ``B`` given packed (one row of
+    :func:`packed`). ``a`` [m, depth], ``a2`` [m, depth2], ``c`` [m, n]: float32 CPU with contiguous rows. For tests
+    and ``scripts/benchmark_blas_gemm.py``."""
+    m, n = c.shape
+    terms = [(a, packed_b)] + ([] if a2 is None else [(a2, packed_b2)])
+    for left, right in terms:
+        if left.dim() != 2 or left.size(0) != m or left.stride(1) != 1 \
+                or right.numel() != -(-n // PANEL) * PANEL * left.size(1):
+            raise ValueError("expected a [m, depth] with contiguous rows and B packed for [depth, n]")
+    if c.stride(1) != 1 or (init is not None and (init.shape != (n,) or not init.is_contiguous())):
+        raise ValueError("expected c [m, n] with contiguous rows and a contiguous init [n]")
+    (a1, b1), (a2_, b2) = terms[0], terms[1] if a2 is not None else (None, None)
+    _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), a1.data_ptr(), a1.stride(0), a1.size(1),
+                        b1.data_ptr(), None if a2_ is None else a2_.data_ptr(), 0 if a2_ is None else a2_.stride(0),
+                        0 if a2_ is None else a2_.size(1), None if b2 is None else b2.data_ptr(), c.data_ptr(),
+                        c.stride(0))
 
 
 STREAMS = 16  # XOSHIRO_STREAMS in _onlstm_step.c
@@ -255,14 +272,21 @@ class FusedSteps:
     def __call__(self, t: int, rows: int) -> None:
         self._step(self._refs[t % len(self._refs)], t, rows)
 
-    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int) -> None:
-        """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): for t > 0 the recurrent
-        product with ``weight`` (:func:`packed` from the scaled recurrent weights transposed, [K, H, G]) added into
-        step t's pre-activations, then its element-wise work. Step 0's product from a given initial state is the
-        caller's."""
+    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, *, x: torch.Tensor,
+                weight_ih: torch.Tensor, bias: torch.Tensor, h0: torch.Tensor | None = None) -> None:
+        """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): step t's pre-activations
+        ``bias + x_t W_ih + h_{t-1} W_hh`` into the ``act`` buffer, then its element-wise work. ``weight`` and
+        ``weight_ih``: :func:`packed` from the scaled recurrent and input weights transposed ([K, H, G], [K, D, G]);
+        ``bias`` [K, G] the scaled summed biases; ``x`` [K, T, B, D] the inputs, zero at padded steps; ``h0``
+        [K, B, H] the state before step 0 (None: zeros)."""
         even, odd = self._refs[0], self._refs[-1]
+        forward = dict(x=strided(x), input_size=x.size(-1), weight_ih=weight_ih.data_ptr(),
+                       weight_ih_sk=weight_ih.stride(0), bias=bias.data_ptr(),
+                       h0=_Strided(None, 0, 0, 0) if h0 is None else strided(h0))
+        if bias.dtype != torch.float32 or not bias.is_contiguous() or weight_ih.stride(-1) != 1:
+            raise ValueError("the compiled loop reads a contiguous float32 bias [K, G] and packed input weights")
         loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
-                       + 2 * self._contexts[0].levels)
+                       + 2 * self._contexts[0].levels, forward, keep=(x, weight_ih, bias, h0))
         if not (len(loops) > 1 and _PARALLEL and _LIB.onlstm_forward_team(_PARALLEL, even, odd, loops, len(loops)) == 0):
             _run_pieces(_LIB.onlstm_forward_loop, [(even, odd, ctypes.byref(lp)) for lp in loops])
 
@@ -304,7 +328,10 @@ class _Loop(ctypes.Structure):
     """The C ``loop`` struct, field for field."""
 
     _fields_ = [
-        ("weight", ctypes.c_void_p), ("weight_sk", ctypes.c_int64), ("rows_at", ctypes.c_void_p),
+        ("weight", ctypes.c_void_p), ("weight_sk", ctypes.c_int64),
+        ("x", _Strided), ("input_size", ctypes.c_int64), ("weight_ih", ctypes.c_void_p),
+        ("weight_ih_sk", ctypes.c_int64), ("bias", ctypes.c_void_p), ("h0", _Strided),
+        ("rows_at", ctypes.c_void_p),
         ("stop", ctypes.c_int64), ("k_begin", ctypes.c_int64), ("k_end", ctypes.c_int64),
         ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p),
     ]
@@ -342,9 +369,11 @@ def loop_pieces(dirs: int, rows_at: list[int], threads: int | None = None) -> li
     return [(k, k + 1, begin, end) for k in range(dirs) for begin, end in zip(cuts, cuts[1:])]
 
 
-def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int) -> ctypes.Array:
+def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int, forward: dict | None = None,
+           keep: tuple = ()) -> ctypes.Array:
     """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`) in one array, each with its own scratch;
-    the tensors they point into are kept alive on the array (``_keep``). ``weight``: :func:`packed`."""
+    the tensors they point into (with ``keep``) are kept alive on the array (``_keep``). ``weight``:
+    :func:`packed`; ``forward``: the fields only the forward reads (its input projection)."""
     if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 2 or weight.size(0) != dirs:
         raise ValueError("the compiled loop reads packed float32 weights, one row per direction")
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
@@ -352,9 +381,9 @@ def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scrat
     bufs = torch.empty(len(pieces), scratch, dtype=torch.float32)
     loops = (_Loop * len(pieces))(*(
         _Loop(weight=weight.data_ptr(), weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop,
-              k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr())
+              k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr(), **(forward or {}))
         for (k_begin, k_end, r_begin, r_end), buf in zip(pieces, bufs)))
-    loops._keep = (weight, rows, bufs)
+    loops._keep = (weight, rows, bufs, keep)
     return loops
 
 

@@ -1,9 +1,11 @@
 """One ON-LSTM layer's forward and backward pass (see :mod:`.equations` for the maths, :mod:`.function` for the
 conventions).
 
-:class:`LayerPass` allocates the buffers, computes the input projection, runs the time loop (each step's recurrent
-product here, its element-wise work in a back end: the compiled step (:mod:`.compiled`, bound to the buffers here)
-when usable, else :mod:`.steps_torch`) and, with ``save=True``, keeps what its :meth:`LayerPass.backward` reads.
+:class:`LayerPass` allocates the buffers and runs the time loop: on the whole-loop path one compiled call does
+everything, input projection included (:meth:`.compiled.FusedSteps.run_all`); otherwise the input projection is one
+product first, then each step's recurrent product runs here and its element-wise work in a back end (the compiled
+step, :mod:`.compiled`, bound to the buffers here, when usable, else :mod:`.steps_torch`). With ``save=True`` it
+keeps what its :meth:`LayerPass.backward` reads.
 """
 
 from __future__ import annotations
@@ -97,9 +99,12 @@ class LayerPass:
         scale = x.new_ones(gates, 1)
         scale[rows.cell : rows.input] = 2.0
         scale[rows.input :] = -1.0
-        w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-        acts = new(dirs, steps, batch, gates)  # pre-activations from the input, then every step's activations
-        _project(acts, x, (weight_ih * scale).transpose(1, 2), (bias * scale[:, 0]).unsqueeze(1), seg)
+        bias = bias * scale[:, 0]
+        acts = new(dirs, steps, batch, gates)  # pre-activations, then every step's activations
+        whole_loop = compiled.loop_usable(x)  # the whole time loop, input and recurrent products included, compiled
+        if not whole_loop:  # the input projection first, in one product
+            w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
+            _project(acts, x, (weight_ih * scale).transpose(1, 2), bias.unsqueeze(1), seg)
         h = new(dirs, steps, batch, hidden)
         masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
         if save:  # everything the backward reads
@@ -113,11 +118,14 @@ class LayerPass:
             cells = new(2, dirs, batch, 2, hidden)
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
-        if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
-            acts[:, 0].baddbmm_(h_init, w_hh_t)
-        if compiled.loop_usable(x):  # the whole time loop, recurrent products included, in compiled calls
-            _fused_forward_steps(self, acts, h, masters).run_all(compiled.packed(w_hh_t), self.rows_at, stop)
+        if whole_loop:
+            _fused_forward_steps(self, acts, h, masters).run_all(
+                compiled.packed(weight_hh.transpose(1, 2), scale[:, 0]), self.rows_at, stop, x=x,
+                weight_ih=compiled.packed(weight_ih.transpose(1, 2), scale[:, 0]), bias=bias,
+                h0=None if h_init is None else h_init.contiguous())
         else:
+            if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+                acts[:, 0].baddbmm_(h_init, w_hh_t)
             if compiled.usable(x):
                 fused, rows_at = _fused_forward_steps(self, acts, h, masters), self.rows_at
                 elementwise = lambda t: fused(t, rows_at[t])  # noqa: E731
