@@ -1,23 +1,27 @@
-"""The recurrent matrix product of one ON-LSTM step through the BLAS inside PyTorch, three ways, in CPU time.
+"""The recurrent matrix product of one ON-LSTM step, ``act[B, G] += h[B, H] W`` with ``G = 4 H + 2 H / chunk``,
+through the compiled step's own product and through the BLAS inside PyTorch, in CPU time: why the compiled whole
+loop (``onlstm_tasks/encoders/onlstm/_onlstm_step.c``) has a matrix product of its own.
 
-The compiled whole-loop path (``onlstm_tasks/encoders/onlstm/_onlstm_step.c``) calls the Fortran ``sgemm_`` of
-PyTorch's BLAS once per step: ``act[B, G] += h[B, H] W`` with ``G = 4 H + 2 H / chunk``. For these shapes (few rows,
-a weight larger than the L2 cache) MKL copies operand panels on every call (``mkl_blas_*_sgemm_scopy_*`` in a
-``perf`` profile), which ``nn.LSTM``'s oneDNN kernels avoid by packing the weights once per sequence. This script
-times, per call and interleaved in rounds:
+For these shapes (few rows, a weight larger than the L2 cache) a BLAS call copies operand panels every time
+(``mkl_blas_*_sgemm_scopy_*`` in a ``perf`` profile), which ``nn.LSTM``'s oneDNN kernels avoid by packing the weights
+once per sequence, as the compiled loop does (``onlstm_pack`` once per layer call, ``onlstm_product`` every step).
+This script times, per call and interleaved in rounds:
 
-* ``sgemm [H, G]``: the layout the compiled loop uses (W row-major ``[H, G]``);
+* ``compiled``: the compiled step's product on the weight packed once (what the whole loop runs);
+* ``sgemm [H, G]``: the Fortran ``sgemm_`` of PyTorch's BLAS (MKL in the x86-64 wheels) with W row-major ``[H, G]``
+  (what the whole loop called before it had its own product);
 * ``sgemm [G, H]``: the weight as PyTorch stores it, transposed in the call;
-* ``packed``: MKL's packed API, the weight packed once (``sgemm_pack``) and each step ``sgemm_compute``;
+* ``MKL packed``: MKL's packed API, the weight packed once (``sgemm_pack``) and each step ``sgemm_compute``;
 
-and prints the median CPU time of each and its ratio to the first, the packed buffer's size, and a check that all
-three compute the same product. CPU time (``time.process_time``), so that other processes on the machine distort it
-less than wall clock; one BLAS thread (``--threads``).
+and prints the median CPU time of each and its ratio to ``compiled``, the MKL packed buffer's size, and a check that
+all compute the same product. CPU time (``time.process_time``), so that other processes on the machine distort it
+less than wall clock; one thread (``--threads``). ``--batch 16`` is the half of the rows one of two threads runs.
 
     python scripts/benchmark_blas_gemm.py                       # NER shapes: B 32, H 256, chunk 8
     python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10   # language-model shapes
 
-Needs the MKL of the x86-64 CPU wheels (``sgemm_pack_`` exported); elsewhere it says so and stops.
+Needs the compiled step (built by ``pip install``) and the MKL of the x86-64 CPU wheels (``sgemm_pack_``
+exported); elsewhere it says so and stops.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from onlstm_tasks.encoders.onlstm import compiled
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     blas = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
     if not all(hasattr(blas, name) for name in ("sgemm_", "sgemm_pack_", "sgemm_compute_", "sgemm_pack_get_size_")):
         print("PyTorch's BLAS has no MKL packed GEMM (sgemm_pack_, sgemm_compute_): nothing to compare here")
+        return 1
+    if not compiled.built():
+        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
         return 1
     blas.sgemm_pack_get_size_.restype = ctypes.c_size_t
 
@@ -71,12 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     packed = np.zeros(size // 4 + 16, np.float32)
     blas.sgemm_pack_(b"A", b"N", m, n, k, one, ptr(w_hg), i64(gates), ptr(packed))
 
+    h_t, out_t = torch.from_numpy(h), torch.from_numpy(out)  # views of the same memory
+    own = compiled.packed(torch.from_numpy(w_hg)[None])[0]
     ways = {
+        "compiled": lambda: compiled.product(out_t, h_t, own),
         "sgemm [H, G]": lambda: blas.sgemm_(b"N", b"N", m, n, k, one, ptr(w_hg), i64(gates), ptr(h), i64(hidden),
                                             one, ptr(out), i64(gates)),
         "sgemm [G, H]": lambda: blas.sgemm_(b"T", b"N", m, n, k, one, ptr(w_gh), i64(hidden), ptr(h), i64(hidden),
                                             one, ptr(out), i64(gates)),
-        "packed": lambda: blas.sgemm_compute_(b"P", b"N", m, n, k, ptr(packed), i64(gates), ptr(h), i64(hidden),
+        "MKL packed": lambda: blas.sgemm_compute_(b"P", b"N", m, n, k, ptr(packed), i64(gates), ptr(h), i64(hidden),
                                               one, ptr(out), i64(gates)),
     }
     expected = h @ w_hg
@@ -96,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {args.threads} thread(s); act[{rows}, {gates}] += h[{rows}, {hidden}] W "
           f"({2 * rows * hidden * gates / 1e6:.1f} MFLOP); median CPU time of {args.rounds} rounds x {args.calls} "
           f"calls")
-    print(f"packed weight buffer: {size / 1e6:.1f} MB for a {w_hg.nbytes / 1e6:.1f} MB weight")
-    base = statistics.median(times["sgemm [H, G]"])
+    print(f"weight {w_hg.nbytes / 1e6:.1f} MB; packed by the compiled step {own.numel() * 4 / 1e6:.1f} MB, "
+          f"by MKL {size / 1e6:.1f} MB")
+    base = statistics.median(times["compiled"])
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:14s} {median * 1e6:9.1f} us  {median / base:5.2f}x  "

@@ -23,6 +23,7 @@ from test_onlstm_fast import batch, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm import layer_pass
 from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
@@ -35,6 +36,13 @@ def threads(request):
     torch.set_num_threads(request.param)
     yield request.param
     torch.set_num_threads(before)
+
+
+@pytest.fixture(params=[True, False], ids=["projection-in-loop", "projection-first"])
+def projection(request, monkeypatch):
+    """Both ways the whole loop gets its input projection (layer_pass.project_in_loop), whatever the sizes."""
+    monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", request.param)
+    return request.param
 
 
 @pytest.fixture
@@ -67,7 +75,7 @@ def test_whole_loop_matches_the_reference_cell(threads, counted, master_input, b
 
 @compiled_only
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 2), (True, 2)])
-def test_whole_loop_gradients_are_the_float64_references(threads, bidirectional, num_layers):
+def test_whole_loop_gradients_are_the_float64_references(threads, projection, bidirectional, num_layers):
     """Outputs and gradients of the float32 whole loop against the float64 reference cell (same weights): within
     float32 rounding. The float64 gradcheck of the same equations runs on the PyTorch loop."""
     torch.manual_seed(3)
@@ -93,7 +101,7 @@ def test_whole_loop_gradients_are_the_float64_references(threads, bidirectional,
 @compiled_only
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("dirs", [1, 2])
-def test_whole_loop_carries_state_like_the_pytorch_loop(threads, counted, symmetric, dirs):
+def test_whole_loop_carries_state_like_the_pytorch_loop(threads, counted, projection, symmetric, dirs):
     """The carry Function (a language model's windows) from a nonzero state: outputs, final cell and every
     gradient, the final cell's included, as the PyTorch loop computes them."""
     steps, rows, hidden, levels = 6, 10, 24, 3
@@ -153,7 +161,7 @@ def test_whole_loop_with_dropconnect_matches_the_reference_on_the_sampled_weight
 
 @compiled_only
 @pytest.mark.parametrize("batch_sizes", [[8, 8, 7, 6, 6, 3, 1, 0], [1] * 4, [20] * 3])
-def test_layer_function_on_both_compiled_paths(threads, batch_sizes):
+def test_layer_function_on_both_compiled_paths(threads, projection, batch_sizes):
     """The layer Function straight: every output and gradient of the whole loop equals the per-step path's."""
     steps, rows = len(batch_sizes), batch_sizes[0]
     args = [a.requires_grad_() for a in layer_args(1, steps, rows, 7, 24, 3, seed=10)]
@@ -255,3 +263,12 @@ def test_index_maps_made_in_inference_mode_never_reach_autograd():
         encoder(x)
     out = encoder(x.clone().requires_grad_())
     out.hidden.sum().backward()
+
+
+def test_the_input_projection_runs_in_the_loop_unless_wide_on_one_thread(monkeypatch):
+    monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", None)
+    assert layer_pass.project_in_loop(128, 256, threads=1) and layer_pass.project_in_loop(256, 256, threads=1)
+    assert not layer_pass.project_in_loop(512, 256, threads=1)
+    assert layer_pass.project_in_loop(512, 256, threads=2)
+    monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", False)
+    assert not layer_pass.project_in_loop(128, 256, threads=2)

@@ -488,7 +488,7 @@ typedef struct {
                              * forward the scaled [H, G] (h W), backward the [G, H] of PyTorch (d_pre W) */
     int64_t weight_sk;
     /* forward only: the input projection of each step, act_t = bias + x_t W_ih (+ the recurrent product) */
-    strided x;              /* [D] inputs, zero at padded steps */
+    strided x;              /* [D] inputs, zero at padded steps; base NULL: act holds bias + x_t W_ih already */
     int64_t input_size;     /* D */
     const float *weight_ih; /* the scaled [D, G] input weights, packed; direction k at weight_ih + k * weight_ih_sk */
     int64_t weight_ih_sk;
@@ -515,8 +515,12 @@ EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const
         layer x = *((t & 1) ? odd : even);
         x.scratch = l->scratch;
         for (int64_t k = l->k_begin; k < l->k_end; k++) {
-            const term input = {AT(l->x, t, k, r0), l->x.sr, D, l->weight_ih + k * l->weight_ih_sk, D * PANEL};
+            term input = {NULL, 0, D, l->weight_ih + k * l->weight_ih_sk, D * PANEL};
             term recurrent = {NULL, 0, H, l->weight + k * l->weight_sk, H * PANEL};
+            if (l->x.base) {
+                input.a = AT(l->x, t, k, r0);
+                input.lda = l->x.sr;
+            }
             if (t > 0) {
                 recurrent.a = AT(x.h, t - 1, k, r0);
                 recurrent.lda = x.h.sr;
@@ -524,7 +528,11 @@ EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const
                 recurrent.a = AT(l->h0, 0, k, r0);
                 recurrent.lda = l->h0.sr;
             }
-            product(rows, G, l->bias + k * G, &input, &recurrent, AT(x.act, t, k, r0), x.act.sr);
+            float *act = AT(x.act, t, k, r0);
+            if (input.a)
+                product(rows, G, l->bias + k * G, &input, &recurrent, act, x.act.sr);
+            else if (recurrent.a) /* act holds bias + x_t W_ih already */
+                product(rows, G, NULL, &recurrent, &input, act, x.act.sr);
             step_rows(&x, t, k, k + 1, r0, r_end);
         }
     }

@@ -272,19 +272,21 @@ class FusedSteps:
     def __call__(self, t: int, rows: int) -> None:
         self._step(self._refs[t % len(self._refs)], t, rows)
 
-    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, *, x: torch.Tensor,
-                weight_ih: torch.Tensor, bias: torch.Tensor, h0: torch.Tensor | None = None) -> None:
+    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, *, x: torch.Tensor | None = None,
+                weight_ih: torch.Tensor | None = None, bias: torch.Tensor | None = None,
+                h0: torch.Tensor | None = None) -> None:
         """Every step in compiled calls (:func:`loop_pieces`; needs :func:`loop_usable`): step t's pre-activations
         ``bias + x_t W_ih + h_{t-1} W_hh`` into the ``act`` buffer, then its element-wise work. ``weight`` and
         ``weight_ih``: :func:`packed` from the scaled recurrent and input weights transposed ([K, H, G], [K, D, G]);
         ``bias`` [K, G] the scaled summed biases; ``x`` [K, T, B, D] the inputs, zero at padded steps; ``h0``
         [K, B, H] the state before step 0 (None: zeros)."""
         even, odd = self._refs[0], self._refs[-1]
-        forward = dict(x=strided(x), input_size=x.size(-1), weight_ih=weight_ih.data_ptr(),
-                       weight_ih_sk=weight_ih.stride(0), bias=bias.data_ptr(),
-                       h0=_Strided(None, 0, 0, 0) if h0 is None else strided(h0))
-        if bias.dtype != torch.float32 or not bias.is_contiguous() or weight_ih.stride(-1) != 1:
-            raise ValueError("the compiled loop reads a contiguous float32 bias [K, G] and packed input weights")
+        forward = dict(h0=_Strided(None, 0, 0, 0) if h0 is None else strided(h0))
+        if x is not None:
+            if bias.dtype != torch.float32 or not bias.is_contiguous() or weight_ih.stride(-1) != 1:
+                raise ValueError("the compiled loop reads a contiguous float32 bias [K, G] and packed input weights")
+            forward.update(x=strided(x), input_size=x.size(-1), weight_ih=weight_ih.data_ptr(),
+                           weight_ih_sk=weight_ih.stride(0), bias=bias.data_ptr())
         loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
                        + 2 * self._contexts[0].levels, forward, keep=(x, weight_ih, bias, h0))
         if not (len(loops) > 1 and _PARALLEL and _LIB.onlstm_forward_team(_PARALLEL, even, odd, loops, len(loops)) == 0):

@@ -37,6 +37,22 @@ def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch
         scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
 
 
+PROJECT_IN_LOOP = None  # None: decide by the sizes (project_in_loop); True / False: always / never (benchmarks)
+
+
+def project_in_loop(inputs: int, hidden: int, threads: int | None = None) -> bool:
+    """Whether the whole-loop path computes the input projection step by step inside the loop (with the recurrent
+    product, in one pass over each step's pre-activations) rather than in one large product first: with two or more
+    threads, or when the input is no wider than the hidden state. Measured at NER shapes (scripts/benchmark_encoders.py
+    and the comparison it enables through :data:`PROJECT_IN_LOOP`): in the loop the projection shares the threads of
+    the loop's pieces (a large product first is a phase of its own, which two threads speed up less) and skips a pass
+    over memory; on one thread a wide input (a bidirectional layer's 512 over 256) streams more weights per step than
+    that saves."""
+    if PROJECT_IN_LOOP is not None:
+        return PROJECT_IN_LOOP
+    return inputs <= hidden or (torch.get_num_threads() if threads is None else threads) >= 2
+
+
 def _fused_forward_steps(layer: PassLayout, acts, h, masters) -> compiled.FusedSteps:
     """The compiled step bound to the layer's buffers (see :mod:`.compiled`): ``fn(t, rows)`` runs step t's
     element-wise work as :func:`.steps_torch.forward_steps` does, writing the same buffers; ``fn.run_all`` runs every
@@ -101,10 +117,12 @@ class LayerPass:
         scale[rows.input :] = -1.0
         bias = bias * scale[:, 0]
         acts = new(dirs, steps, batch, gates)  # pre-activations, then every step's activations
-        whole_loop = compiled.loop_usable(x)  # the whole time loop, input and recurrent products included, compiled
-        if not whole_loop:  # the input projection first, in one product
-            w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
+        whole_loop = compiled.loop_usable(x)  # the whole time loop, recurrent products included, compiled
+        in_loop = whole_loop and project_in_loop(x.size(-1), hidden)  # the input projection too
+        if not in_loop:  # the input projection first, in one product
             _project(acts, x, (weight_ih * scale).transpose(1, 2), bias.unsqueeze(1), seg)
+        if not whole_loop:
+            w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
         h = new(dirs, steps, batch, hidden)
         masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
         if save:  # everything the backward reads
@@ -119,10 +137,11 @@ class LayerPass:
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
         if whole_loop:
+            inputs = dict(x=x, weight_ih=compiled.packed(weight_ih.transpose(1, 2), scale[:, 0]), bias=bias) \
+                if in_loop else {}
             _fused_forward_steps(self, acts, h, masters).run_all(
-                compiled.packed(weight_hh.transpose(1, 2), scale[:, 0]), self.rows_at, stop, x=x,
-                weight_ih=compiled.packed(weight_ih.transpose(1, 2), scale[:, 0]), bias=bias,
-                h0=None if h_init is None else h_init.contiguous())
+                compiled.packed(weight_hh.transpose(1, 2), scale[:, 0]), self.rows_at, stop,
+                h0=None if h_init is None else h_init.contiguous(), **inputs)
         else:
             if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
                 acts[:, 0].baddbmm_(h_init, w_hh_t)
