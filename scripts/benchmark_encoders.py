@@ -22,15 +22,15 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/onlstm/compiled.py), the table also times the
-ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled code brings; where the
-whole-loop path runs (the time loop, recurrent products included, in one compiled call per layer), also the
-per-step compiled path (``step ms``).
+ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled code brings, and the
+per-step compiled path (``step ms``); the main column is the whole-loop path (the time loop, input and recurrent
+products included, in compiled calls).
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its whole time loop in
-one compiled call per layer (and direction, with two threads), or in Python with one recurrent product and one
-compiled element-wise call per step (``step``), or a dozen PyTorch operations per step (``loop``). Not a test:
-numbers go in issue notes.
+one compiled call per layer (with two threads, one per direction or block of rows, on PyTorch's OpenMP workers), or
+in Python with one recurrent product and one compiled element-wise call per step (``step``), or a dozen PyTorch
+operations per step (``loop``). Not a test: numbers go in issue notes and README.
 """
 
 from __future__ import annotations

@@ -265,10 +265,40 @@ def test_index_maps_made_in_inference_mode_never_reach_autograd():
     out.hidden.sum().backward()
 
 
-def test_the_input_projection_runs_in_the_loop_unless_wide_on_one_thread(monkeypatch):
+def test_the_input_projection_runs_in_the_loop_when_its_weights_are_small(monkeypatch):
     monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", None)
-    assert layer_pass.project_in_loop(128, 256, threads=1) and layer_pass.project_in_loop(256, 256, threads=1)
-    assert not layer_pass.project_in_loop(512, 256, threads=1)
-    assert layer_pass.project_in_loop(512, 256, threads=2)
+    ner = 4 * 256 + 2 * 32
+    assert layer_pass.project_in_loop(1, 128, 256, ner, threads=1)
+    assert layer_pass.project_in_loop(1, 256, 256, ner, threads=1)
+    assert not layer_pass.project_in_loop(2, 512, 256, ner, threads=1)  # both directions on one thread: 6.7 MiB
+    assert layer_pass.project_in_loop(2, 512, 256, ner, threads=2)  # one direction a thread
+    assert not layer_pass.project_in_loop(1, 1150, 1150, 4 * 1150 + 230, threads=2)  # the LM's middle layer
     monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", False)
-    assert not layer_pass.project_in_loop(128, 256, threads=2)
+    assert not layer_pass.project_in_loop(1, 128, 256, ner, threads=2)
+
+
+@compiled_only
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("runner", ["openmp", "pool"])
+def test_loop_pieces_run_on_openmp_workers_or_a_pool(monkeypatch, runner, bidirectional):
+    """With two threads the pieces run on PyTorch's OpenMP workers (GOMP_parallel found beside PyTorch) or, where
+    there is none, on a thread pool of our own; both give the reference cell's results."""
+    pool_calls = []
+    original = compiled_step._run_pieces
+    monkeypatch.setattr(compiled_step, "_run_pieces", lambda fn, calls: (pool_calls.append(len(calls)),
+                                                                          original(fn, calls)))
+    if runner == "pool":
+        monkeypatch.setattr(compiled_step, "_PARALLEL", None)
+    elif compiled_step._PARALLEL is None:
+        pytest.skip("no OpenMP runtime beside PyTorch (a build with another parallel back end)")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.manual_seed(0)
+        enc = ONLSTM(5, 16, 4, bidirectional=bidirectional)
+        x, mask = batch(torch.float32, lengths=MIXED)
+        with on_path("loop"):
+            compare_with_reference(enc, x, mask)
+    finally:
+        torch.set_num_threads(before)
+    assert (pool_calls and max(pool_calls) == 2) if runner == "pool" else all(n == 1 for n in pool_calls)

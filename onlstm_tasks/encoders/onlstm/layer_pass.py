@@ -37,20 +37,26 @@ def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch
         scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
 
 
-PROJECT_IN_LOOP = None  # None: decide by the sizes (project_in_loop); True / False: always / never (benchmarks)
+PROJECT_IN_LOOP = None  # None: decide by the sizes (project_in_loop); True / False: always / never (tests, benchmarks)
+IN_LOOP_WEIGHT_BYTES = 4 << 20  # see project_in_loop
 
 
-def project_in_loop(inputs: int, hidden: int, threads: int | None = None) -> bool:
+def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: int | None = None) -> bool:
     """Whether the whole-loop path computes the input projection step by step inside the loop (with the recurrent
-    product, in one pass over each step's pre-activations) rather than in one large product first: with two or more
-    threads, or when the input is no wider than the hidden state. Measured at NER shapes (scripts/benchmark_encoders.py
-    and the comparison it enables through :data:`PROJECT_IN_LOOP`): in the loop the projection shares the threads of
-    the loop's pieces (a large product first is a phase of its own, which two threads speed up less) and skips a pass
-    over memory; on one thread a wide input (a bidirectional layer's 512 over 256) streams more weights per step than
-    that saves."""
+    product, in one pass over each step's pre-activations) rather than in one large product first.
+
+    In the loop the projection shares the threads of the loop's pieces (a large product first is a phase of its own,
+    which two threads speed up less) and skips a pass over memory, but every step reads the input weights again.
+    So: when the input and recurrent weights one thread's piece reads each step (the directions it runs) take at
+    most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_encoders.py on a 2-core AMD EPYC (32 MiB L3):
+    faster in the loop for a NER layer (1.7 MiB a direction), and for a bidirectional second layer (3.3 MiB a
+    direction) on two threads, one direction each, but not on one (6.7 MiB); slower for the language model's
+    1150-wide layers (30-44 MiB, more than the L3 cache)."""
     if PROJECT_IN_LOOP is not None:
         return PROJECT_IN_LOOP
-    return inputs <= hidden or (torch.get_num_threads() if threads is None else threads) >= 2
+    threads = torch.get_num_threads() if threads is None else threads
+    per_thread = -(-dirs // max(1, min(threads, dirs)))  # directions one piece runs
+    return per_thread * (inputs + hidden) * gates * 4 <= IN_LOOP_WEIGHT_BYTES
 
 
 def _fused_forward_steps(layer: PassLayout, acts, h, masters) -> compiled.FusedSteps:
@@ -118,7 +124,7 @@ class LayerPass:
         bias = bias * scale[:, 0]
         acts = new(dirs, steps, batch, gates)  # pre-activations, then every step's activations
         whole_loop = compiled.loop_usable(x)  # the whole time loop, recurrent products included, compiled
-        in_loop = whole_loop and project_in_loop(x.size(-1), hidden)  # the input projection too
+        in_loop = whole_loop and project_in_loop(dirs, x.size(-1), hidden, gates)  # the input projection too
         if not in_loop:  # the input projection first, in one product
             _project(acts, x, (weight_ih * scale).transpose(1, 2), bias.unsqueeze(1), seg)
         if not whole_loop:
