@@ -319,9 +319,9 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
 
 /* ---- The recurrent products: a small matrix product on weights packed once per layer call ----
  *
- * Each step multiplies a few rows (the batch) by the same recurrent weight: act_t [B, G] += h_{t-1} [B, H] W^T (scaled)
- * forward, d_h_t [B, H] += d_pre_{t+1} [B, G] W backward, W [G, H] as PyTorch stores it. A general BLAS call re-arranges (copies) panels of W at
- * every such call, and at NER shapes that copy costs about as much as the arithmetic saved by its kernels
+ * Each step multiplies a few rows (the batch) by the same weights: act_t [B, G] = bias + x_t W_ih^T + h_{t-1} W^T
+ * (scaled) forward, d_h_t [B, H] += d_pre_{t+1} [B, G] W backward, W [G, H] as PyTorch stores it. A general BLAS call
+ * re-arranges (copies) panels of W at every such call, which costs more than it saves at these shapes
  * (scripts/benchmark_blas_gemm.py prints this product through PyTorch's BLAS and through the code below). Here W is
  * packed once per layer call (onlstm_pack) into panels of PANEL columns stored depth-major, so that a register block
  * of MR rows x PANEL columns reads one panel straight through, from the cache for every row block after the first
@@ -393,7 +393,8 @@ INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, co
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         if (cols == PANEL) {
-            vec8 s0 = init ? *(const vec8 *)init : *(vec8 *)ci, s1 = init ? *(const vec8 *)(init + 8) : *(vec8 *)(ci + 8);
+            const vec8 s0 = init ? *(const vec8 *)init : *(vec8 *)ci;
+            const vec8 s1 = init ? *(const vec8 *)(init + 8) : *(vec8 *)(ci + 8);
             *(vec8 *)ci = s0 + acc[i][0];
             *(vec8 *)(ci + 8) = s1 + acc[i][1];
         } else {

@@ -7,11 +7,13 @@ want of one). Three back ends run a layer pass (:class:`~onlstm_tasks.encoders.o
 first:
 
 - the whole loop (:func:`loop_usable`): one compiled call runs every time step of a layer, recurrent matrix products
-  included, forward (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products are
-  the C file's own, on the recurrent weights packed once per layer call (:func:`packed`; why not PyTorch's BLAS:
-  ``scripts/benchmark_blas_gemm.py``). With two or more threads the work is cut into pieces that run at the same
-  time and never synchronise (:func:`loop_pieces`: the directions of a bidirectional layer, then blocks of rows;
-  ctypes releases the GIL). ``ONLSTM_WHOLE_LOOP=0`` turns this path off;
+  (and, where :func:`.layer_pass.project_in_loop` says so, the input projection) included, forward
+  (:meth:`FusedSteps.run_all`) and backward (:meth:`FusedBackwardSteps.run_all`). The products are the C file's own,
+  on weights packed once per layer call (:func:`packed`; why not PyTorch's BLAS: ``scripts/benchmark_blas_gemm.py``).
+  With two or more threads the work is cut into pieces that run at the same time and never synchronise
+  (:func:`loop_pieces`: the directions of a bidirectional layer, then blocks of rows), on PyTorch's OpenMP worker
+  threads (:func:`_openmp_parallel`) or else a thread pool (ctypes releases the GIL). ``ONLSTM_WHOLE_LOOP=0`` turns
+  this path off;
 - the per-step path (:func:`usable`, when the whole loop is switched off): each step's recurrent product is a
   PyTorch ``baddbmm`` and the dozen element-wise operations after it (the twenty before the next product, in the
   backward) one compiled call;
@@ -289,7 +291,8 @@ class FusedSteps:
                            weight_ih_sk=weight_ih.stride(0), bias=bias.data_ptr())
         loops = _loops(weight, rows_at, stop, self._contexts[0].dirs, 2 * self._contexts[0].hidden
                        + 2 * self._contexts[0].levels, forward, keep=(x, weight_ih, bias, h0))
-        if not (len(loops) > 1 and _PARALLEL and _LIB.onlstm_forward_team(_PARALLEL, even, odd, loops, len(loops)) == 0):
+        if not (len(loops) > 1 and _PARALLEL
+                and _LIB.onlstm_forward_team(_PARALLEL, even, odd, loops, len(loops)) == 0):
             _run_pieces(_LIB.onlstm_forward_loop, [(even, odd, ctypes.byref(lp)) for lp in loops])
 
 
