@@ -302,3 +302,19 @@ def test_loop_pieces_run_on_openmp_workers_or_a_pool(monkeypatch, runner, bidire
     finally:
         torch.set_num_threads(before)
     assert (pool_calls and max(pool_calls) == 2) if runner == "pool" else all(n == 1 for n in pool_calls)
+
+
+@compiled_only
+def test_packing_on_two_threads_is_packing_on_one(threads):
+    """With two threads packed() cuts each matrix into ranges of panels on PyTorch's OpenMP workers."""
+    g = torch.Generator().manual_seed(12)
+    w, scale = torch.randn(2, 70, 30, generator=g).transpose(1, 2), torch.randn(70, generator=g)
+    got = compiled_step.packed(w, scale)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = compiled_step.packed(w, scale)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(got, want)
+    assert torch.equal(want[1].view(5, 30, 16)[0, :, :3], (w[1] * scale)[:, :3])

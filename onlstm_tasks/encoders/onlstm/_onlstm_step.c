@@ -336,9 +336,9 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
 /* The [depth, n] matrix whose element (k, j) is w[k * sk + j * sn] times scale[j] (scale NULL: 1) into panels of
  * PANEL columns, panel p's element (k, j) at out[(p * depth + k) * PANEL + j]; the columns past n of the last panel
  * are zeros. `out` holds ceil(n / PANEL) * PANEL * depth floats. */
-EXPORT CLONES void onlstm_pack(const float *restrict w, int64_t depth, int64_t n, int64_t sk, int64_t sn,
-                               const float *restrict scale, float *restrict out) {
-    for (int64_t p = 0; p * PANEL < n; p++) {
+INLINE void pack_panels(const float *restrict w, int64_t depth, int64_t n, int64_t sk, int64_t sn,
+                        const float *restrict scale, float *restrict out, int64_t p_begin, int64_t p_end) {
+    for (int64_t p = p_begin; p < p_end; p++) {
         float *o = out + p * depth * PANEL;
         const int64_t first = p * PANEL, cols = n - first < PANEL ? n - first : PANEL;
         float factor[PANEL];
@@ -357,6 +357,27 @@ EXPORT CLONES void onlstm_pack(const float *restrict w, int64_t depth, int64_t n
             }
         }
     }
+}
+
+EXPORT CLONES void onlstm_pack(const float *restrict w, int64_t depth, int64_t n, int64_t sk, int64_t sn,
+                               const float *restrict scale, float *restrict out) {
+    pack_panels(w, depth, n, sk, sn, scale, out, 0, (n + PANEL - 1) / PANEL);
+}
+
+/* One matrix for onlstm_pack_team: the arguments of onlstm_pack. Must match _PackJob in compiled.py. */
+typedef struct {
+    const float *w;
+    int64_t depth, n, sk, sn;
+    const float *scale;
+    float *out;
+} pack_job;
+
+/* Job j's panels in `parts` ranges: range r of job j packed by onlstm_pack_part(jobs, parts, j * parts + r). */
+INLINE void pack_part(const pack_job *jobs, int64_t parts, int64_t i) {
+    const pack_job *job = &jobs[i / parts];
+    const int64_t r = i % parts, panels = (job->n + PANEL - 1) / PANEL;
+    pack_panels(job->w, job->depth, job->n, job->sk, job->sn, job->scale, job->out, panels * r / parts,
+                panels * (r + 1) / parts);
 }
 
 /* Two products into the same output, c = start + a1 B1 + a2 B2, each term given by one of these (a NULL: none) */
@@ -605,6 +626,26 @@ EXPORT int onlstm_forward_team(parallel_fn parallel, const layer *even, const la
     return 0;
 }
 
+typedef struct {
+    const pack_job *jobs;
+    int64_t count, parts, next;
+} pack_team;
+
+static void pack_member(void *data) {
+    pack_team *t = (pack_team *)data;
+    for (int64_t i = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED); i < t->count * t->parts;
+         i = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED))
+        pack_part(t->jobs, t->parts, i);
+}
+
+/* onlstm_pack on each of jobs[0..count), each cut into `threads` ranges of panels, on a team of `threads` through
+ * `parallel`. Returns 0. */
+EXPORT int onlstm_pack_team(parallel_fn parallel, const pack_job *jobs, int64_t count, int64_t threads) {
+    pack_team t = {jobs, count, threads, 0};
+    parallel(pack_member, &t, (unsigned)threads, 0);
+    return 0;
+}
+
 /* onlstm_backward_loop on each of loops[0..count) at the same time, through `parallel`. Returns 0. */
 EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, const loop *loops, int64_t count,
                                 int64_t last_carry) {
@@ -622,6 +663,8 @@ EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, co
                                 int64_t last_carry) {
     return 1;
 }
+
+EXPORT int onlstm_pack_team(parallel_fn parallel, const pack_job *jobs, int64_t count, int64_t threads) { return 1; }
 #endif
 
 /* Random words for DropConnect masks: 16 xoshiro128++ generators (Blackman & Vigna, "Scrambled linear pseudorandom

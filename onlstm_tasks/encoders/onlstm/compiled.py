@@ -116,6 +116,8 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_backward_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                          ctypes.c_int64]
     lib.onlstm_backward_team.restype = ctypes.c_int
+    lib.onlstm_pack_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    lib.onlstm_pack_team.restype = ctypes.c_int
     return lib
 
 
@@ -191,10 +193,23 @@ def packed(matrices: torch.Tensor, scale: torch.Tensor | None = None) -> torch.T
         raise ValueError(f"expected a contiguous float32 scale of {n} values, got {scale.dtype} {tuple(scale.shape)}")
     out = torch.empty(dirs, -(-n // PANEL) * PANEL * depth, dtype=torch.float32)
     factors = None if scale is None else scale.data_ptr()
-    for k in range(dirs):
-        m = matrices[k]
-        _LIB.onlstm_pack(m.data_ptr(), depth, n, m.stride(0), m.stride(1), factors, out[k].data_ptr())
+    jobs = [(matrices[k].data_ptr(), depth, n, matrices.stride(1), matrices.stride(2), factors, out[k].data_ptr())
+            for k in range(dirs)]
+    threads = torch.get_num_threads()
+    if threads > 1 and _PARALLEL:  # each matrix in ranges of panels on PyTorch's OpenMP workers
+        array = (_PackJob * dirs)(*(_PackJob(*job) for job in jobs))
+        if _LIB.onlstm_pack_team(_PARALLEL, array, dirs, threads) == 0:
+            return out
+    for job in jobs:
+        _LIB.onlstm_pack(*job)
     return out
+
+
+class _PackJob(ctypes.Structure):
+    """The C ``pack_job`` struct, field for field (the arguments of ``onlstm_pack``)."""
+
+    _fields_ = [("w", ctypes.c_void_p), ("depth", ctypes.c_int64), ("n", ctypes.c_int64), ("sk", ctypes.c_int64),
+                ("sn", ctypes.c_int64), ("scale", ctypes.c_void_p), ("out", ctypes.c_void_p)]
 
 
 def product(c: torch.Tensor, a: torch.Tensor, packed_b: torch.Tensor, a2: torch.Tensor | None = None,
