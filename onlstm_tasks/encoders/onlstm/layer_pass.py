@@ -48,7 +48,7 @@ def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: in
     In the loop the projection shares the threads of the loop's pieces (a large product first is a phase of its own,
     which two threads speed up less) and skips a pass over memory, but every step reads the input weights again.
     So: when the input and recurrent weights one thread's piece reads each step (the directions it runs) take at
-    most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_encoders.py on a 2-core AMD EPYC (32 MiB L3):
+    most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_loop_choices.py on a 2-core AMD EPYC (32 MiB L3):
     faster in the loop for a NER layer (1.7 MiB a direction), and for a bidirectional second layer (3.3 MiB a
     direction) on two threads, one direction each, but not on one (6.7 MiB); slower for the language model's
     1150-wide layers (30-44 MiB, more than the L3 cache)."""
