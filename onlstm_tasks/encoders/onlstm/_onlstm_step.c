@@ -605,16 +605,18 @@ typedef struct {
 } team;
 
 #if defined(__GNUC__) || defined(__clang__)
-INLINE int64_t take_piece(team *t) { return __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED); }
+/* the next piece not yet taken by a member of the team */
+INLINE int64_t take(int64_t *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
 
 static void forward_member(void *data) {
     team *t = (team *)data;
-    for (int64_t i = take_piece(t); i < t->count; i = take_piece(t)) onlstm_forward_loop(t->even, t->odd, &t->loops[i]);
+    for (int64_t i = take(&t->next); i < t->count; i = take(&t->next))
+        onlstm_forward_loop(t->even, t->odd, &t->loops[i]);
 }
 
 static void backward_member(void *data) {
     team *t = (team *)data;
-    for (int64_t i = take_piece(t); i < t->count; i = take_piece(t))
+    for (int64_t i = take(&t->next); i < t->count; i = take(&t->next))
         onlstm_backward_loop(t->grad, &t->loops[i], t->last_carry);
 }
 
@@ -633,9 +635,7 @@ typedef struct {
 
 static void pack_member(void *data) {
     pack_team *t = (pack_team *)data;
-    for (int64_t i = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED); i < t->count * t->parts;
-         i = __atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED))
-        pack_part(t->jobs, t->parts, i);
+    for (int64_t i = take(&t->next); i < t->count * t->parts; i = take(&t->next)) pack_part(t->jobs, t->parts, i);
 }
 
 /* onlstm_pack on each of jobs[0..count), each cut into `threads` ranges of panels, on a team of `threads` through

@@ -32,7 +32,6 @@ import glob
 import importlib.util
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -226,10 +225,10 @@ def product(c: torch.Tensor, a: torch.Tensor, packed_b: torch.Tensor, a2: torch.
             raise ValueError("expected a [m, depth] with contiguous rows and B packed for [depth, n]")
     if c.stride(1) != 1 or (init is not None and (init.shape != (n,) or not init.is_contiguous())):
         raise ValueError("expected c [m, n] with contiguous rows and a contiguous init [n]")
-    (a1, b1), (a2_, b2) = terms[0], terms[1] if a2 is not None else (None, None)
-    _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), a1.data_ptr(), a1.stride(0), a1.size(1),
-                        b1.data_ptr(), None if a2_ is None else a2_.data_ptr(), 0 if a2_ is None else a2_.stride(0),
-                        0 if a2_ is None else a2_.size(1), None if b2 is None else b2.data_ptr(), c.data_ptr(),
+    args = [(left.data_ptr(), left.stride(0), left.size(1), right.data_ptr()) for left, right in terms]
+    if a2 is None:
+        args.append((None, 0, 0, None))  # no second term
+    _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), *args[0], *args[1], c.data_ptr(),
                         c.stride(0))
 
 
