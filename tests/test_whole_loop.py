@@ -193,10 +193,11 @@ def test_loop_pieces_share_the_work_without_synchronisation():
 
 
 @compiled_only
-@pytest.mark.parametrize("rows", [1, 5, 6, 7, 13, 32])
+@pytest.mark.parametrize("rows", [1, 2, 5, 6, 7, 13, 32])
 @pytest.mark.parametrize("depth,n", [(3, 16), (6, 30), (256, 1088), (300, 17), (600, 47)])
 def test_the_compiled_product_is_pytorchs(rows, depth, n):
-    """c += a B through the packed weights: every register block (1..6 rows), edge panels (n not a multiple of
+    """c += a B through the packed weights: every register block (1..6 rows: blocks of about equal rows, e.g. 4 + 3
+    for 7, 6 + 6 + 5 + 5 + 5 + 5 for 32), edge panels (n not a multiple of
     16), long depths, rows of a and c at strides wider than their widths, and B packed both from a contiguous matrix
     and from a transposed view (as the forward packs its weights)."""
     g = torch.Generator().manual_seed(rows * 1000 + depth + n)
