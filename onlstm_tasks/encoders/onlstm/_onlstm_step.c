@@ -391,9 +391,12 @@ typedef struct {
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(ONLSTM_PLAIN_PRODUCT)
 typedef float vec8 __attribute__((vector_size(32), aligned(4), may_alias));
 
-/* acc[i] += a[i, :] b for one term's panel b (depth x PANEL, depth-major) */
-INLINE void block_term(const int rows, vec8 acc[MR][2], const float *a, int64_t lda, int64_t depth, const float *b) {
+/* acc[i] += a[i, :] b for one term's panel b (depth x PANEL, depth-major); with `fetch`, also asks for the line of
+ * `next` (the next panel's slice) that lies as far ahead as the line of b read */
+INLINE void block_term(const int rows, const int fetch, vec8 acc[MR][2], const float *a, int64_t lda, int64_t depth,
+                       const float *b, const float *next) {
     for (int64_t k = 0; k < depth; k++) {
+        if (fetch) __builtin_prefetch(next + k * PANEL, 0, 3);
         const vec8 b0 = *(const vec8 *)(b + k * PANEL), b1 = *(const vec8 *)(b + k * PANEL + 8);
         for (int i = 0; i < rows; i++) {
             const float x = a[i * lda + k];
@@ -405,12 +408,16 @@ INLINE void block_term(const int rows, vec8 acc[MR][2], const float *a, int64_t 
 
 /* One register block of `rows` rows and the columns [p PANEL, p PANEL + cols) of panel p: c = start + the terms,
  * start the row vector `init` (cols values) or, when NULL, what c holds. */
-INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, const term *t1, const term *t2,
-                  int64_t r, float *c, int64_t ldc) {
+INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t cols, const float *init,
+                  const term *t1, const term *t2, int64_t r, float *c, int64_t ldc) {
     vec8 acc[MR][2];
     for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
-    block_term(rows, acc, t1->a + r * t1->lda, t1->lda, t1->depth, t1->packed + p * t1->stride);
-    if (t2->a) block_term(rows, acc, t2->a + r * t2->lda, t2->lda, t2->depth, t2->packed + p * t2->stride);
+    const int64_t q = (p + 1) * PANEL < n ? p + 1 : p; /* the next panel, whose slices are fetched meanwhile */
+    block_term(rows, fetch, acc, t1->a + r * t1->lda, t1->lda, t1->depth, t1->packed + p * t1->stride,
+               t1->packed + q * t1->stride);
+    if (t2->a)
+        block_term(rows, fetch, acc, t2->a + r * t2->lda, t2->lda, t2->depth, t2->packed + p * t2->stride,
+                   t2->packed + q * t2->stride);
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         if (cols == PANEL) {
@@ -427,8 +434,8 @@ INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, co
     }
 }
 #else
-INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, const term *t1, const term *t2,
-                  int64_t r, float *c, int64_t ldc) {
+INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t cols, const float *init,
+                  const term *t1, const term *t2, int64_t r, float *c, int64_t ldc) {
     float acc[MR][PANEL];
     memset(acc, 0, sizeof acc);
     for (int which = 0; which < 2; which++) {
@@ -449,8 +456,8 @@ INLINE void block(const int rows, int64_t p, int64_t cols, const float *init, co
  * 6 6 6 6 6 2): a block needs at least 5 rows (10 accumulators) to keep both FMA units busy through the FMA latency,
  * and a 2-row tail ran at about a third of the speed; `python scripts/benchmark_blas_gemm.py --batch 20` (the
  * language model's rows, 6 6 6 2 before) went from 54 to 79 GFLOP/s. */
-INLINE void product_pass(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c,
-                         int64_t ldc) {
+INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *init, const term *t1, const term *t2,
+                         float *c, int64_t ldc) {
     const int64_t blocks = (m + MR - 1) / MR;
     for (int64_t p = 0; p * PANEL < n; p++) {
         const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
@@ -459,12 +466,12 @@ INLINE void product_pass(int64_t m, int64_t n, const float *init, const term *t1
             const int64_t rows = m / blocks + (b < m % blocks); /* blocks of about equal rows */
             float *cr = c + r * ldc + p * PANEL;
             switch (rows) { /* constant row counts, so that each block unrolls */
-            case 6: block(6, p, cols, start, t1, t2, r, cr, ldc); break;
-            case 5: block(5, p, cols, start, t1, t2, r, cr, ldc); break;
-            case 4: block(4, p, cols, start, t1, t2, r, cr, ldc); break;
-            case 3: block(3, p, cols, start, t1, t2, r, cr, ldc); break;
-            case 2: block(2, p, cols, start, t1, t2, r, cr, ldc); break;
-            default: block(1, p, cols, start, t1, t2, r, cr, ldc); break;
+            case 6: block(6, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            case 5: block(5, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            case 4: block(4, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            case 3: block(3, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            case 2: block(2, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            default: block(1, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
             }
             r += rows;
         }
@@ -475,10 +482,14 @@ INLINE void product_pass(int64_t m, int64_t n, const float *init, const term *t1
  * what c holds; t2.a NULL: no second term. In one pass when the panels of both right factors fit the L1 cache
  * together (the forward at NER shapes: 128 + 256 deep); otherwise in passes of KC deep, one term after the other, so
  * that each panel slice stays in the L1 cache for every row block (without them the backward's 1088-deep panels
- * took 60% longer at NER shapes). */
+ * took 60% longer at NER shapes). In passes, the slices of one panel are far apart (a panel holds the whole depth),
+ * which the hardware prefetcher does not follow, so each block also asks for the next panel's slice line by line
+ * (the language model's 1150-deep products: see scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10
+ * before and after). A single pass reads its panels one after the other, which the hardware follows: asking there
+ * too made the NER forward's product slower. */
 INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c, int64_t ldc) {
     if (t1->depth + (t2->a ? t2->depth : 0) <= FUSED_DEPTH) {
-        product_pass(m, n, init, t1, t2, c, ldc);
+        product_pass(0, m, n, init, t1, t2, c, ldc);
         return;
     }
     const term none = {NULL, 0, 0, NULL, 0};
@@ -488,7 +499,7 @@ INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, con
         for (int64_t k0 = 0; k0 < t->depth; k0 += KC) {
             const term slice = {t->a + k0, t->lda, t->depth - k0 < KC ? t->depth - k0 : KC, t->packed + k0 * PANEL,
                                 t->stride};
-            product_pass(m, n, init, &slice, &none, c, ldc);
+            product_pass(1, m, n, init, &slice, &none, c, ldc);
             init = NULL; /* from the second pass on, add to what c holds */
         }
     }
