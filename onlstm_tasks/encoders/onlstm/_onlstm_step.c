@@ -412,6 +412,11 @@ INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t
                   const term *t1, const term *t2, int64_t r, float *c, int64_t ldc) {
     vec8 acc[MR][2];
     for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
+    if (!init) /* c is read after the products: ask for its lines now (they are often far: acts written long ago) */
+        for (int i = 0; i < rows; i++) {
+            __builtin_prefetch(c + i * ldc, 1, 3);
+            __builtin_prefetch(c + i * ldc + PANEL - 1, 1, 3);
+        }
     const int64_t q = (p + 1) * PANEL < n ? p + 1 : p; /* the next panel, whose slices are fetched meanwhile */
     block_term(rows, fetch, acc, t1->a + r * t1->lda, t1->lda, t1->depth, t1->packed + p * t1->stride,
                t1->packed + q * t1->stride);
