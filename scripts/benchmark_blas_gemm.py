@@ -17,8 +17,14 @@ and prints the median CPU time of each and its ratio to ``compiled``, the MKL pa
 all compute the same product. CPU time (``time.process_time``), so that other processes on the machine distort it
 less than wall clock; one thread (``--threads``). ``--batch 16`` is the half of the rows one of two threads runs.
 
+With ``--projection D`` it times instead a layer's input projection for all its steps at once, ``act[T B, G] =
+bias + x[T B, D] W_ih^T`` (the layers whose projection the loop does not do step by step, such as the language
+model's): ``compiled`` packs the scaled weight and runs ``compiled.project`` (what the whole-loop path does), ``PyTorch
+baddbmm`` scales the weight and calls ``torch.baddbmm`` (what it did before, and what the other paths do).
+
     python scripts/benchmark_blas_gemm.py                       # NER shapes: B 32, H 256, chunk 8
     python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10   # language-model shapes
+    python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10 --projection 400 --calls 2 --rounds 7
 
 Needs the compiled step (built by ``pip install``) and the MKL of the x86-64 CPU wheels (``sgemm_pack_``
 exported); elsewhere it says so and stops.
@@ -47,10 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=100, help="products per timing")
     p.add_argument("--rounds", type=int, default=15, help="interleaved timings per way (median reported)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--projection", type=int, metavar="D", help="time the input projection from D inputs instead")
+    p.add_argument("--steps", type=int, default=70, help="steps of the layer (--projection: rows are batch x steps)")
     args = p.parse_args(argv)
     if args.hidden % args.chunk:
         p.error(f"--hidden {args.hidden} is not a multiple of --chunk {args.chunk}")
     torch.set_num_threads(args.threads)
+    if args.projection:
+        return projection(args)
     blas = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
     if not all(hasattr(blas, name) for name in ("sgemm_", "sgemm_pack_", "sgemm_compute_", "sgemm_pack_get_size_")):
         print("PyTorch's BLAS has no MKL packed GEMM (sgemm_pack_, sgemm_compute_): nothing to compare here")
@@ -115,6 +125,47 @@ def main(argv: list[str] | None = None) -> int:
         median = statistics.median(values)
         print(f"{name:14s} {median * 1e6:9.1f} us  {median / base:5.2f}x  "
               f"{2 * rows * hidden * gates / median / 1e9:6.1f} GFLOP/s")
+    return 0
+
+
+def projection(args) -> int:
+    """``--projection``: a layer's input projection through the compiled product and through ``torch.baddbmm``."""
+    if not compiled.built():
+        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+        return 1
+    rows, depth = args.batch * args.steps, args.projection
+    gates = 4 * args.hidden + 2 * (args.hidden // args.chunk)
+    g = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(1, rows, depth, generator=g), torch.randn(1, gates, depth, generator=g)
+    bias, scale = torch.randn(1, gates, generator=g), torch.rand(gates, generator=g) + 0.5
+    out = torch.empty(1, rows, gates)
+    ways = {
+        "compiled": lambda: compiled.project(out, x, compiled.packed(weight.transpose(1, 2), scale), bias),
+        "PyTorch baddbmm": lambda: torch.baddbmm(bias.unsqueeze(1), x, (weight * scale[:, None]).transpose(1, 2),
+                                                 out=out),
+    }
+    expected = bias.double().unsqueeze(1) + x.double() @ (weight.double() * scale.double()[:, None]).transpose(1, 2)
+    for name, call in ways.items():
+        out.zero_()
+        call()
+        if not torch.allclose(out.double(), expected, rtol=1e-4, atol=1e-3):
+            print(f"{name} does not compute bias + x W_ih^T: stopping")
+            return 1
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(args.rounds):
+        for name, call in ways.items():
+            start = time.process_time()
+            for _ in range(args.calls):
+                call()
+            times[name].append((time.process_time() - start) / args.calls)
+    flop = 2 * rows * depth * gates
+    print(f"torch {torch.__version__}, {args.threads} thread(s); act[{rows}, {gates}] = bias + x[{rows}, {depth}] "
+          f"W_ih^T ({flop / 1e9:.2f} GFLOP), weights packed or scaled in every call; median CPU time of "
+          f"{args.rounds} rounds x {args.calls} calls")
+    base = statistics.median(times["compiled"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:16s} {median * 1e3:9.2f} ms  {median / base:5.2f}x  {flop / median / 1e9:6.1f} GFLOP/s")
     return 0
 
 

@@ -229,6 +229,23 @@ def test_the_compiled_product_of_a_step(rows, n, inputs, hidden):
 
 
 @compiled_only
+@pytest.mark.parametrize("rows,depth,n", [(250, 300, 47), (7, 20, 16), (121, 1150, 90)])
+def test_the_compiled_projection_is_pytorchs(threads, rows, depth, n):
+    """act[k] = bias[k] + x[k] W_k for two directions at once, in chunks of 120 rows (a last chunk of fewer, one
+    chunk only), shallow (one pass) and deep (passes), on one thread and on a team of two; act's rows wider than G and
+    x's rows wider than D, as views of larger buffers are."""
+    g = torch.Generator().manual_seed(rows + depth + n)
+    x = torch.randn(2, rows, depth + 3, generator=g)[..., :depth]
+    w, bias = torch.randn(2, depth, n, generator=g), torch.randn(2, n, generator=g)
+    act = torch.full((2, rows, n + 5), float("nan"))[..., :n]
+    compiled_step.project(act, x, compiled_step.packed(w), bias)
+    want = bias.double()[:, None] + x.double() @ w.double()
+    torch.testing.assert_close(act.double(), want, rtol=1e-5, atol=1e-5 * depth ** 0.5)
+    with pytest.raises(ValueError, match="packed"):
+        compiled_step.project(act, x, compiled_step.packed(w[:, 1:]), bias)  # packed for depth - 1
+
+
+@compiled_only
 def test_packed_weights_hold_panels_of_16_columns():
     b = torch.arange(3 * 20, dtype=torch.float32).view(3, 20)
     p = compiled_step.packed(torch.stack((b, -b)))

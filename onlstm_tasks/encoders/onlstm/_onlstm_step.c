@@ -54,7 +54,7 @@
 
 /* compiled.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 7
+#define ONLSTM_STEP_ABI 8
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -520,6 +520,45 @@ EXPORT CLONES int onlstm_product(int64_t m, int64_t n, const float *init, const 
     return 0;
 }
 
+/* ---- A layer's input projection in one product, where the loop does not do it step by step ----
+ *
+ * act [T B, G] = bias + x [T B, D] W_ih (scaled, packed) for every step's rows at once: the language model's layers,
+ * whose input and recurrent weights together are too large to read again at every step. The rows go in chunks of
+ * PROJECT_ROWS, whose slice of x (PROJECT_ROWS x KC floats) stays in the L2 cache while every panel passes by; the
+ * chunks are the pieces that the threads of a team share. PyTorch's baddbmm (scaling the weight first) took longer
+ * for the language model's 4830-gate layers and a little less for its 1680-gate one: see
+ * scripts/benchmark_blas_gemm.py --projection. */
+
+#define PROJECT_ROWS 120
+
+INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* One direction's projection. Must match _ProjectJob in compiled.py field for field. */
+typedef struct {
+    const float *x;      /* row i at x + i * ldx */
+    int64_t ldx, depth;  /* D */
+    const float *packed; /* the [D, n] weights packed by onlstm_pack */
+    const float *bias;   /* [n], added to every row */
+    float *act;          /* row i at act + i * ld_act */
+    int64_t ld_act, rows, n;
+} project_job;
+
+/* Chunk i of the projections of jobs[0..), each of ceil(rows / PROJECT_ROWS) chunks (every job has as many rows) */
+EXPORT CLONES void onlstm_project_part(const project_job *jobs, int64_t i) {
+    const int64_t chunks = (jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS;
+    const project_job *job = &jobs[i / chunks];
+    const int64_t r0 = (i % chunks) * PROJECT_ROWS, rows = min64(PROJECT_ROWS, job->rows - r0);
+    const term x = {job->x + r0 * job->ldx, job->ldx, job->depth, job->packed, job->depth * PANEL};
+    const term none = {NULL, 0, 0, NULL, 0};
+    product(rows, job->n, job->bias, &x, &none, job->act + r0 * job->ld_act, job->ld_act);
+}
+
+/* every chunk of jobs[0..count) in turn (one thread) */
+EXPORT void onlstm_project(const project_job *jobs, int64_t count) {
+    const int64_t chunks = (jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS;
+    for (int64_t i = 0; i < count * chunks; i++) onlstm_project_part(jobs, i);
+}
+
 /* ---- The whole time loop of a layer in one call (recurrent matrix products included) ----
  *
  * A call covers directions [k_begin, k_end) and rows [r_begin, r_end): rows of an RNN never interact, so calls on
@@ -543,8 +582,6 @@ typedef struct {
     int64_t k_begin, k_end, r_begin, r_end;
     float *scratch;         /* this call's scratch (forward: 2 H + 2 L floats; backward: 4 H + 4 L) */
 } loop;
-
-INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* The forward of every step: act_t = bias + x_t W_ih + h_{t-1} W (W the scaled recurrent weight transposed,
  * [H, G]; h_{-1} from h0, or no product), then step t's element-wise work. `even` and `odd` are the contexts of
@@ -668,6 +705,23 @@ EXPORT int onlstm_pack_team(parallel_fn parallel, const pack_job *jobs, int64_t 
     return 0;
 }
 
+typedef struct {
+    const project_job *jobs;
+    int64_t pieces, next;
+} project_team;
+
+static void project_member(void *data) {
+    project_team *t = (project_team *)data;
+    for (int64_t i = take(&t->next); i < t->pieces; i = take(&t->next)) onlstm_project_part(t->jobs, i);
+}
+
+/* onlstm_project with the chunks shared by a team of `threads` through `parallel`. Returns 0. */
+EXPORT int onlstm_project_team(parallel_fn parallel, const project_job *jobs, int64_t count, int64_t threads) {
+    project_team t = {jobs, count * ((jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS), 0};
+    parallel(project_member, &t, (unsigned)threads, 0);
+    return 0;
+}
+
 /* onlstm_backward_loop on each of loops[0..count) at the same time, through `parallel`. Returns 0. */
 EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, const loop *loops, int64_t count,
                                 int64_t last_carry) {
@@ -687,6 +741,10 @@ EXPORT int onlstm_backward_team(parallel_fn parallel, const layer_grad *grad, co
 }
 
 EXPORT int onlstm_pack_team(parallel_fn parallel, const pack_job *jobs, int64_t count, int64_t threads) { return 1; }
+
+EXPORT int onlstm_project_team(parallel_fn parallel, const project_job *jobs, int64_t count, int64_t threads) {
+    return 1;
+}
 #endif
 
 /* Random words for DropConnect masks: 16 xoshiro128++ generators (Blackman & Vigna, "Scrambled linear pseudorandom

@@ -41,7 +41,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 7  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 8  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -117,6 +117,10 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_backward_team.restype = ctypes.c_int
     lib.onlstm_pack_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_pack_team.restype = ctypes.c_int
+    lib.onlstm_project.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.onlstm_project.restype = None
+    lib.onlstm_project_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    lib.onlstm_project_team.restype = ctypes.c_int
     return lib
 
 
@@ -230,6 +234,38 @@ def product(c: torch.Tensor, a: torch.Tensor, packed_b: torch.Tensor, a2: torch.
         args.append((None, 0, 0, None))  # no second term
     _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), *args[0], *args[1], c.data_ptr(),
                         c.stride(0))
+
+
+class _ProjectJob(ctypes.Structure):
+    """The C ``project_job`` struct, field for field."""
+
+    _fields_ = [("x", ctypes.c_void_p), ("ldx", ctypes.c_int64), ("depth", ctypes.c_int64),
+                ("packed", ctypes.c_void_p), ("bias", ctypes.c_void_p), ("act", ctypes.c_void_p),
+                ("ld_act", ctypes.c_int64), ("rows", ctypes.c_int64), ("n", ctypes.c_int64)]
+
+
+def project(act: torch.Tensor, x: torch.Tensor, packed_w: torch.Tensor, bias: torch.Tensor) -> None:
+    """``act[k] = bias[k] + x[k] @ W_k`` in place for each direction k, through the compiled product in chunks of
+    rows (``onlstm_project``), the chunks shared by PyTorch's OpenMP workers with two or more threads: a layer's
+    input projection for all its steps at once. ``act`` [K, M, G] and ``x`` [K, M, D]: float32 CPU with contiguous
+    rows; ``packed_w``: :func:`packed` from the [K, D, G] weights; ``bias`` [K, G] contiguous."""
+    dirs, rows, n = act.shape
+    depth = x.size(-1)
+    if x.shape[:2] != (dirs, rows) or act.stride(-1) != 1 or x.stride(-1) != 1 or x.dtype != torch.float32 \
+            or act.dtype != torch.float32 or x.device.type != "cpu" or act.device.type != "cpu":
+        raise ValueError(f"expected float32 CPU act [K, M, G] and x [K, M, D] with contiguous rows, got "
+                         f"{tuple(act.shape)} and {tuple(x.shape)}")
+    if bias.shape != (dirs, n) or not bias.is_contiguous() or bias.dtype != torch.float32 \
+            or packed_w.shape != (dirs, -(-n // PANEL) * PANEL * depth) or not packed_w.is_contiguous():
+        raise ValueError("expected a contiguous float32 bias [K, G] and the weights packed for [K, D, G]")
+    if rows == 0:
+        return
+    jobs = (_ProjectJob * dirs)(*(
+        _ProjectJob(x[k].data_ptr(), x.stride(1), depth, packed_w[k].data_ptr(), bias[k].data_ptr(),
+                    act[k].data_ptr(), act.stride(1), rows, n) for k in range(dirs)))
+    threads = torch.get_num_threads()
+    if not (threads > 1 and _PARALLEL and _LIB.onlstm_project_team(_PARALLEL, jobs, dirs, threads) == 0):
+        _LIB.onlstm_project(jobs, dirs)
 
 
 STREAMS = 16  # XOSHIRO_STREAMS in _onlstm_step.c

@@ -26,15 +26,19 @@ def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
         slot.copy_(c_init).mul_(2.0)
 
 
-def _project(acts: torch.Tensor, x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor, runs) -> None:
-    """``acts = x @ w_t + bias`` ([K, T, B, G] from x [K, T, B, D]) at the (step, row) pairs the runs of steps
-    compute, in one product; elsewhere ``acts`` keeps what it held. With ragged rows this skips most padded
-    positions (a third of the product at NER's mixed lengths), as a packed sequence does."""
+def _project(acts: torch.Tensor, x: torch.Tensor, runs, product) -> None:
+    """``acts = x W + bias`` ([K, T, B, G] from x [K, T, B, D]) at the (step, row) pairs the runs of steps compute,
+    in one product, ``product(out [K, M, G], inputs [K, M, D])``; elsewhere ``acts`` keeps what it held. With
+    ragged rows this skips most padded positions (a third of the product at NER's mixed lengths), as a packed
+    sequence does."""
     dirs, steps, batch, gates = acts.shape
     if runs == [(batch, 0, steps)]:  # every row at every step: in place
-        torch.baddbmm(bias, x.reshape(dirs, -1, x.size(-1)), w_t, out=acts.view(dirs, -1, gates))
+        product(acts.view(dirs, -1, gates), x.reshape(dirs, -1, x.size(-1)))
     else:
-        scatter_runs(torch.baddbmm(bias, gather_runs(x, runs), w_t), runs, acts)
+        inputs = gather_runs(x, runs)
+        out = acts.new_empty(dirs, inputs.size(1), gates)
+        product(out, inputs)
+        scatter_runs(out, runs, acts)
 
 
 PROJECT_IN_LOOP = None  # None: decide by the sizes (project_in_loop); True / False: always / never (tests, benchmarks)
@@ -125,8 +129,12 @@ class LayerPass:
         acts = new(dirs, steps, batch, gates)  # pre-activations, then every step's activations
         whole_loop = compiled.loop_usable(x)  # the whole time loop, recurrent products included, compiled
         in_loop = whole_loop and project_in_loop(dirs, x.size(-1), hidden, gates)  # the input projection too
-        if not in_loop:  # the input projection first, in one product
-            _project(acts, x, (weight_ih * scale).transpose(1, 2), bias.unsqueeze(1), seg)
+        if not in_loop and whole_loop:  # the input projection first, in one compiled product
+            w_ih = compiled.packed(weight_ih.transpose(1, 2), scale[:, 0])
+            _project(acts, x, seg, lambda out, inputs: compiled.project(out, inputs, w_ih, bias))
+        elif not in_loop:  # the same through PyTorch's
+            w_ih_t = (weight_ih * scale).transpose(1, 2)
+            _project(acts, x, seg, lambda out, inputs: torch.baddbmm(bias.unsqueeze(1), inputs, w_ih_t, out=out))
         if not whole_loop:
             w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
         h = new(dirs, steps, batch, hidden)
