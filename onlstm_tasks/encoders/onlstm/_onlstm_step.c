@@ -24,6 +24,7 @@
  */
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PY_SSIZE_T_CLEAN
@@ -391,15 +392,17 @@ typedef struct {
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(ONLSTM_PLAIN_PRODUCT)
 typedef float vec8 __attribute__((vector_size(32), aligned(4), may_alias));
 
-/* acc[i] += a[i, :] b for one term's panel b (depth x PANEL, depth-major); with `fetch`, also asks for the line of
- * `next` (the next panel's slice) that lies as far ahead as the line of b read */
-INLINE void block_term(const int rows, const int fetch, vec8 acc[MR][2], const float *a, int64_t lda, int64_t depth,
+/* acc[i] += a[i, :] b for one term's panel b (depth x PANEL, depth-major) and the block's rows of a copied k-major
+ * (a[k rows + i]: one pointer and constant offsets; rows at a stride took a register each, some of which spilled,
+ * and the extra loads from the stack slowed the NER loop by a few percent on two threads); with `fetch`, also asks
+ * for the line of `next` (the next panel's slice) that lies as far ahead as the line of b read */
+INLINE void block_term(const int rows, const int fetch, vec8 acc[MR][2], const float *a, int64_t depth,
                        const float *b, const float *next) {
     for (int64_t k = 0; k < depth; k++) {
         if (fetch) __builtin_prefetch(next + k * PANEL, 0, 3);
         const vec8 b0 = *(const vec8 *)(b + k * PANEL), b1 = *(const vec8 *)(b + k * PANEL + 8);
         for (int i = 0; i < rows; i++) {
-            const float x = a[i * lda + k];
+            const float x = a[k * rows + i];
             acc[i][0] += x * b0;
             acc[i][1] += x * b1;
         }
@@ -407,9 +410,10 @@ INLINE void block_term(const int rows, const int fetch, vec8 acc[MR][2], const f
 }
 
 /* One register block of `rows` rows and the columns [p PANEL, p PANEL + cols) of panel p: c = start + the terms,
- * start the row vector `init` (cols values) or, when NULL, what c holds. */
+ * start the row vector `init` (cols values) or, when NULL, what c holds; a1, a2 the block's rows of each term's left
+ * factor copied k-major (see copy_rows). */
 INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t cols, const float *init,
-                  const term *t1, const term *t2, int64_t r, float *c, int64_t ldc) {
+                  const term *t1, const float *a1, const term *t2, const float *a2, float *c, int64_t ldc) {
     vec8 acc[MR][2];
     for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (vec8){0.0f};
     if (!init) /* c is read after the products: ask for its lines now (they are often far: acts written long ago) */
@@ -418,11 +422,8 @@ INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t
             __builtin_prefetch(c + i * ldc + PANEL - 1, 1, 3);
         }
     const int64_t q = (p + 1) * PANEL < n ? p + 1 : p; /* the next panel, whose slices are fetched meanwhile */
-    block_term(rows, fetch, acc, t1->a + r * t1->lda, t1->lda, t1->depth, t1->packed + p * t1->stride,
-               t1->packed + q * t1->stride);
-    if (t2->a)
-        block_term(rows, fetch, acc, t2->a + r * t2->lda, t2->lda, t2->depth, t2->packed + p * t2->stride,
-                   t2->packed + q * t2->stride);
+    block_term(rows, fetch, acc, a1, t1->depth, t1->packed + p * t1->stride, t1->packed + q * t1->stride);
+    if (t2->a) block_term(rows, fetch, acc, a2, t2->depth, t2->packed + p * t2->stride, t2->packed + q * t2->stride);
     for (int i = 0; i < rows; i++) {
         float *ci = c + i * ldc;
         if (cols == PANEL) {
@@ -440,21 +441,29 @@ INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t
 }
 #else
 INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t cols, const float *init,
-                  const term *t1, const term *t2, int64_t r, float *c, int64_t ldc) {
+                  const term *t1, const float *a1, const term *t2, const float *a2, float *c, int64_t ldc) {
     float acc[MR][PANEL];
     memset(acc, 0, sizeof acc);
     for (int which = 0; which < 2; which++) {
         const term *t = which ? t2 : t1;
         if (!t->a) continue;
-        const float *a = t->a + r * t->lda, *b = t->packed + p * t->stride;
+        const float *a = which ? a2 : a1, *b = t->packed + p * t->stride;
         for (int64_t k = 0; k < t->depth; k++)
             for (int i = 0; i < rows; i++)
-                for (int j = 0; j < PANEL; j++) acc[i][j] += a[i * t->lda + k] * b[k * PANEL + j];
+                for (int j = 0; j < PANEL; j++) acc[i][j] += a[k * rows + i] * b[k * PANEL + j];
     }
     for (int i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) c[i * ldc + j] = (init ? init[j] : c[i * ldc + j]) + acc[i][j];
 }
 #endif
+
+/* rows [r, r + rows) of t's left factor copied k-major: element (k, i) at out[k rows + i] */
+INLINE void copy_rows(const term *t, int64_t r, int64_t rows, float *restrict out) {
+    for (int64_t i = 0; i < rows; i++) {
+        const float *a = t->a + (r + i) * t->lda;
+        for (int64_t k = 0; k < t->depth; k++) out[k * rows + i] = a[k];
+    }
+}
 
 /* One pass of product: per panel of columns, per block of rows, the block's sums stay in registers over both terms
  * and c is written once. The m rows are cut into ceil(m / MR) blocks of about equal rows (32: 6 6 5 5 5 5, not
@@ -462,8 +471,15 @@ INLINE void block(const int rows, const int fetch, int64_t p, int64_t n, int64_t
  * and a 2-row tail ran at about a third of the speed; `python scripts/benchmark_blas_gemm.py --batch 20` (the
  * language model's rows, 6 6 6 2 before) went from 54 to 79 GFLOP/s. */
 INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *init, const term *t1, const term *t2,
-                         float *c, int64_t ldc) {
+                         float *c, int64_t ldc, float *copy) {
     const int64_t blocks = (m + MR - 1) / MR;
+    float *a1 = copy, *a2 = copy + m * t1->depth; /* block b's rows [r, r + rows): at a1 + r depth1, a2 + r depth2 */
+    for (int64_t b = 0, r = 0; r < m; b++) {
+        const int64_t rows = m / blocks + (b < m % blocks);
+        copy_rows(t1, r, rows, a1 + r * t1->depth);
+        if (t2->a) copy_rows(t2, r, rows, a2 + r * t2->depth);
+        r += rows;
+    }
     for (int64_t p = 0; p * PANEL < n; p++) {
         const int64_t cols = n - p * PANEL < PANEL ? n - p * PANEL : PANEL;
         const float *start = init ? init + p * PANEL : NULL;
@@ -471,12 +487,12 @@ INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *ini
             const int64_t rows = m / blocks + (b < m % blocks); /* blocks of about equal rows */
             float *cr = c + r * ldc + p * PANEL;
             switch (rows) { /* constant row counts, so that each block unrolls */
-            case 6: block(6, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
-            case 5: block(5, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
-            case 4: block(4, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
-            case 3: block(3, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
-            case 2: block(2, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
-            default: block(1, fetch, p, n, cols, start, t1, t2, r, cr, ldc); break;
+            case 6: block(6, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
+            case 5: block(5, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
+            case 4: block(4, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
+            case 3: block(3, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
+            case 2: block(2, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
+            default: block(1, fetch, p, n, cols, start, t1, a1 + r * t1->depth, t2, a2 + r * t2->depth, cr, ldc); break;
             }
             r += rows;
         }
@@ -492,9 +508,10 @@ INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *ini
  * (the language model's 1150-deep products: see scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10
  * before and after). A single pass reads its panels one after the other, which the hardware follows: asking there
  * too made the NER forward's product slower. */
-INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c, int64_t ldc) {
+INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, const term *t2, float *c, int64_t ldc,
+                    float *copy) {
     if (t1->depth + (t2->a ? t2->depth : 0) <= FUSED_DEPTH) {
-        product_pass(0, m, n, init, t1, t2, c, ldc);
+        product_pass(0, m, n, init, t1, t2, c, ldc, copy);
         return;
     }
     const term none = {NULL, 0, 0, NULL, 0};
@@ -504,19 +521,22 @@ INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, con
         for (int64_t k0 = 0; k0 < t->depth; k0 += KC) {
             const term slice = {t->a + k0, t->lda, t->depth - k0 < KC ? t->depth - k0 : KC, t->packed + k0 * PANEL,
                                 t->stride};
-            product_pass(1, m, n, init, &slice, &none, c, ldc);
+            product_pass(1, m, n, init, &slice, &none, c, ldc, copy);
             init = NULL; /* from the second pass on, add to what c holds */
         }
     }
 }
 
 /* c[m, n] = (init ? init : c) + a1 B1 + a2 B2, each B packed by onlstm_pack (a2 NULL: no second term); the tests
- * compare it with PyTorch's products. Returns 0. */
+ * compare it with PyTorch's products. Returns 0, or 1 when out of memory. */
 EXPORT CLONES int onlstm_product(int64_t m, int64_t n, const float *init, const float *a1, int64_t lda1,
                                  int64_t depth1, const float *packed1, const float *a2, int64_t lda2, int64_t depth2,
                                  const float *packed2, float *c, int64_t ldc) {
     const term t1 = {a1, lda1, depth1, packed1, depth1 * PANEL}, t2 = {a2, lda2, depth2, packed2, depth2 * PANEL};
-    product(m, n, init, &t1, &t2, c, ldc);
+    float *copy = malloc(sizeof(float) * (m > 0 ? m : 1) * FUSED_DEPTH);
+    if (!copy) return 1;
+    product(m, n, init, &t1, &t2, c, ldc, copy);
+    free(copy);
     return 0;
 }
 
@@ -543,20 +563,29 @@ typedef struct {
     int64_t ld_act, rows, n;
 } project_job;
 
-/* Chunk i of the projections of jobs[0..), each of ceil(rows / PROJECT_ROWS) chunks (every job has as many rows) */
-EXPORT CLONES void onlstm_project_part(const project_job *jobs, int64_t i) {
+/* Chunk i of the projections of jobs[0..), each of ceil(rows / PROJECT_ROWS) chunks (every job has as many rows),
+ * with `copy` room for PROJECT_ROWS x FUSED_DEPTH floats */
+INLINE void project_part(const project_job *jobs, int64_t i, float *copy) {
     const int64_t chunks = (jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS;
     const project_job *job = &jobs[i / chunks];
     const int64_t r0 = (i % chunks) * PROJECT_ROWS, rows = min64(PROJECT_ROWS, job->rows - r0);
     const term x = {job->x + r0 * job->ldx, job->ldx, job->depth, job->packed, job->depth * PANEL};
     const term none = {NULL, 0, 0, NULL, 0};
-    product(rows, job->n, job->bias, &x, &none, job->act + r0 * job->ld_act, job->ld_act);
+    product(rows, job->n, job->bias, &x, &none, job->act + r0 * job->ld_act, job->ld_act, copy);
 }
 
-/* every chunk of jobs[0..count) in turn (one thread) */
-EXPORT void onlstm_project(const project_job *jobs, int64_t count) {
-    const int64_t chunks = (jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS;
-    for (int64_t i = 0; i < count * chunks; i++) onlstm_project_part(jobs, i);
+/* chunks [begin, end) of jobs[0..count) in turn; returns 0, or 1 when out of memory */
+EXPORT CLONES int onlstm_project_parts(const project_job *jobs, int64_t begin, int64_t end) {
+    float *copy = malloc(sizeof(float) * PROJECT_ROWS * FUSED_DEPTH);
+    if (!copy) return 1;
+    for (int64_t i = begin; i < end; i++) project_part(jobs, i, copy);
+    free(copy);
+    return 0;
+}
+
+/* every chunk of jobs[0..count) in turn (one thread); returns 0, or 1 when out of memory */
+EXPORT int onlstm_project(const project_job *jobs, int64_t count) {
+    return onlstm_project_parts(jobs, 0, count * ((jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS));
 }
 
 /* ---- The whole time loop of a layer in one call (recurrent matrix products included) ----
@@ -581,6 +610,7 @@ typedef struct {
     int64_t stop;           /* steps with a running row */
     int64_t k_begin, k_end, r_begin, r_end;
     float *scratch;         /* this call's scratch (forward: 2 H + 2 L floats; backward: 4 H + 4 L) */
+    float *copy;            /* room for (r_end - r_begin) x FUSED_DEPTH floats: the products' rows copied k-major */
 } loop;
 
 /* The forward of every step: act_t = bias + x_t W_ih + h_{t-1} W (W the scaled recurrent weight transposed,
@@ -611,9 +641,9 @@ EXPORT CLONES int onlstm_forward_loop(const layer *even, const layer *odd, const
             }
             float *act = AT(x.act, t, k, r0);
             if (input.a)
-                product(rows, G, l->bias + k * G, &input, &recurrent, act, x.act.sr);
+                product(rows, G, l->bias + k * G, &input, &recurrent, act, x.act.sr, l->copy);
             else if (recurrent.a) /* act holds bias + x_t W_ih already */
-                product(rows, G, NULL, &recurrent, &input, act, x.act.sr);
+                product(rows, G, NULL, &recurrent, &input, act, x.act.sr, l->copy);
             step_rows(&x, t, k, k + 1, r0, r_end);
         }
     }
@@ -637,7 +667,8 @@ EXPORT CLONES int onlstm_backward_loop(const layer_grad *grad, const loop *l, in
                 const term recurrent = {AT(x.d_pre, t + 1, k, l->r_begin), x.d_pre.sr, G, l->weight + k * l->weight_sk,
                                         G * PANEL};
                 const term none = {NULL, 0, 0, NULL, 0};
-                product(next_end - l->r_begin, H, NULL, &recurrent, &none, AT(x.d_h, t, k, l->r_begin), x.d_h.sr);
+                product(next_end - l->r_begin, H, NULL, &recurrent, &none, AT(x.d_h, t, k, l->r_begin), x.d_h.sr,
+                        l->copy);
             }
             step_backward_rows(&x, t, k, k + 1, l->r_begin, r_end, next);
         }
@@ -707,19 +738,21 @@ EXPORT int onlstm_pack_team(parallel_fn parallel, const pack_job *jobs, int64_t 
 
 typedef struct {
     const project_job *jobs;
-    int64_t pieces, next;
+    int64_t pieces, next, failed;
 } project_team;
 
 static void project_member(void *data) {
     project_team *t = (project_team *)data;
-    for (int64_t i = take(&t->next); i < t->pieces; i = take(&t->next)) onlstm_project_part(t->jobs, i);
+    for (int64_t i = take(&t->next); i < t->pieces; i = take(&t->next))
+        if (onlstm_project_parts(t->jobs, i, i + 1)) __atomic_store_n(&t->failed, 1, __ATOMIC_RELAXED);
 }
 
-/* onlstm_project with the chunks shared by a team of `threads` through `parallel`. Returns 0. */
+/* onlstm_project with the chunks shared by a team of `threads` through `parallel`. Returns 0, or 2 when out of
+ * memory. */
 EXPORT int onlstm_project_team(parallel_fn parallel, const project_job *jobs, int64_t count, int64_t threads) {
-    project_team t = {jobs, count * ((jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS), 0};
+    project_team t = {jobs, count * ((jobs[0].rows + PROJECT_ROWS - 1) / PROJECT_ROWS), 0, 0};
     parallel(project_member, &t, (unsigned)threads, 0);
-    return 0;
+    return t.failed ? 2 : 0;
 }
 
 /* onlstm_backward_loop on each of loops[0..count) at the same time, through `parallel`. Returns 0. */

@@ -118,7 +118,7 @@ def _load() -> ctypes.CDLL | None:
     lib.onlstm_pack_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_pack_team.restype = ctypes.c_int
     lib.onlstm_project.argtypes = [ctypes.c_void_p, ctypes.c_int64]
-    lib.onlstm_project.restype = None
+    lib.onlstm_project.restype = ctypes.c_int
     lib.onlstm_project_team.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.onlstm_project_team.restype = ctypes.c_int
     return lib
@@ -182,6 +182,7 @@ def strided(buf: torch.Tensor) -> _Strided:
 
 
 PANEL = 16  # PANEL in _onlstm_step.c: columns per packed panel
+FUSED_DEPTH = 384  # FUSED_DEPTH in _onlstm_step.c: a loop's products copy at most this many columns of each row
 
 
 def packed(matrices: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -232,8 +233,9 @@ def product(c: torch.Tensor, a: torch.Tensor, packed_b: torch.Tensor, a2: torch.
     args = [(left.data_ptr(), left.stride(0), left.size(1), right.data_ptr()) for left, right in terms]
     if a2 is None:
         args.append((None, 0, 0, None))  # no second term
-    _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), *args[0], *args[1], c.data_ptr(),
-                        c.stride(0))
+    if _LIB.onlstm_product(m, n, None if init is None else init.data_ptr(), *args[0], *args[1], c.data_ptr(),
+                           c.stride(0)):
+        raise MemoryError("the compiled product could not allocate its buffer")
 
 
 class _ProjectJob(ctypes.Structure):
@@ -264,8 +266,11 @@ def project(act: torch.Tensor, x: torch.Tensor, packed_w: torch.Tensor, bias: to
         _ProjectJob(x[k].data_ptr(), x.stride(1), depth, packed_w[k].data_ptr(), bias[k].data_ptr(),
                     act[k].data_ptr(), act.stride(1), rows, n) for k in range(dirs)))
     threads = torch.get_num_threads()
-    if not (threads > 1 and _PARALLEL and _LIB.onlstm_project_team(_PARALLEL, jobs, dirs, threads) == 0):
-        _LIB.onlstm_project(jobs, dirs)
+    failed = _LIB.onlstm_project_team(_PARALLEL, jobs, dirs, threads) if threads > 1 and _PARALLEL else 1
+    if failed == 1:  # no team: on this thread
+        failed = _LIB.onlstm_project(jobs, dirs)
+    if failed:
+        raise MemoryError("the compiled input projection could not allocate its buffer")
 
 
 STREAMS = 16  # XOSHIRO_STREAMS in _onlstm_step.c
@@ -388,7 +393,7 @@ class _Loop(ctypes.Structure):
         ("weight_ih_sk", ctypes.c_int64), ("bias", ctypes.c_void_p), ("h0", _Strided),
         ("rows_at", ctypes.c_void_p),
         ("stop", ctypes.c_int64), ("k_begin", ctypes.c_int64), ("k_end", ctypes.c_int64),
-        ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p),
+        ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p), ("copy", ctypes.c_void_p),
     ]
 
 
@@ -433,10 +438,11 @@ def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scrat
         raise ValueError("the compiled loop reads packed float32 weights, one row per direction")
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
     pieces = loop_pieces(dirs, rows_at)
-    bufs = torch.empty(len(pieces), scratch, dtype=torch.float32)
+    bufs = torch.empty(len(pieces), scratch + rows_at[0] * FUSED_DEPTH, dtype=torch.float32)
     loops = (_Loop * len(pieces))(*(
         _Loop(weight=weight.data_ptr(), weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop,
-              k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr(), **(forward or {}))
+              k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr(),
+              copy=buf[scratch:].data_ptr(), **(forward or {}))
         for (k_begin, k_end, r_begin, r_end), buf in zip(pieces, bufs)))
     loops._keep = (weight, rows, bufs, keep)
     return loops
