@@ -332,7 +332,8 @@ EXPORT CLONES int onlstm_step_backward(const layer_grad *x, int64_t t, int64_t r
 #define PANEL 16
 #define MR 6
 #define KC 256          /* depth of a pass when the terms are deeper than FUSED_DEPTH together */
-#define FUSED_DEPTH 384 /* panels of this depth take 24 KiB: they fit a 32 KiB L1 cache */
+#define FUSED_DEPTH 512 /* panels of this depth take 32 KiB: read from the L2 cache by the blocks after the first
+                         * (NER's second layer, 256 + 256 deep, was a little faster in one pass than in two) */
 
 /* The [depth, n] matrix whose element (k, j) is w[k * sk + j * sn] times scale[j] (scale NULL: 1) into panels of
  * PANEL columns, panel p's element (k, j) at out[(p * depth + k) * PANEL + j]; the columns past n of the last panel
@@ -500,11 +501,12 @@ INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *ini
 }
 
 /* c[m, n] = start + t1 + t2 (rows of c at stride ldc): start the row vector `init` [n] in every row or, when NULL,
- * what c holds; t2.a NULL: no second term. In one pass when the panels of both right factors fit the L1 cache
- * together (the forward at NER shapes: 128 + 256 deep); otherwise in passes of KC deep, one term after the other, so
+ * what c holds; t2.a NULL: no second term. In one pass when the terms are FUSED_DEPTH deep or less together (the
+ * forward at NER shapes: 128 + 256 and 256 + 256 deep); otherwise in passes of KC deep, one term after the other, so
  * that each panel slice stays in the L1 cache for every row block (without them the backward's 1088-deep panels
- * took 60% longer at NER shapes). In passes, the slices of one panel are far apart (a panel holds the whole depth),
- * which the hardware prefetcher does not follow, so each block also asks for the next panel's slice line by line
+ * took 60% longer at NER shapes). In passes of a term deeper than KC, the slices of one panel are far apart (a panel
+ * holds the whole depth), which the hardware prefetcher does not follow, so each block also asks for the next panel's
+ * slice line by line
  * (the language model's 1150-deep products: see scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10
  * before and after). A single pass reads its panels one after the other, which the hardware follows: asking there
  * too made the NER forward's product slower. */
@@ -521,7 +523,10 @@ INLINE void product(int64_t m, int64_t n, const float *init, const term *t1, con
         for (int64_t k0 = 0; k0 < t->depth; k0 += KC) {
             const term slice = {t->a + k0, t->lda, t->depth - k0 < KC ? t->depth - k0 : KC, t->packed + k0 * PANEL,
                                 t->stride};
-            product_pass(1, m, n, init, &slice, &none, c, ldc, copy);
+            if (t->depth > KC) /* slices of a panel are apart: ask for the next panel's slice */
+                product_pass(1, m, n, init, &slice, &none, c, ldc, copy);
+            else /* one slice is the whole panel, and panels follow each other */
+                product_pass(0, m, n, init, &slice, &none, c, ldc, copy);
             init = NULL; /* from the second pass on, add to what c holds */
         }
     }

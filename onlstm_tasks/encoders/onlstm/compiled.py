@@ -182,7 +182,7 @@ def strided(buf: torch.Tensor) -> _Strided:
 
 
 PANEL = 16  # PANEL in _onlstm_step.c: columns per packed panel
-FUSED_DEPTH = 384  # FUSED_DEPTH in _onlstm_step.c: a loop's products copy at most this many columns of each row
+FUSED_DEPTH = 512  # FUSED_DEPTH in _onlstm_step.c: a loop's products copy at most this many columns of each row
 
 
 def packed(matrices: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
