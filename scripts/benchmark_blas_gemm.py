@@ -45,6 +45,18 @@ import torch
 from onlstm_tasks.encoders.onlstm import compiled
 
 
+def median_times(ways: dict, rounds: int, calls: int) -> dict[str, float]:
+    """The median CPU seconds per call of each way, timed in interleaved rounds of ``calls`` calls."""
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, call in ways.items():
+            start = time.process_time()
+            for _ in range(calls):
+                call()
+            times[name].append((time.process_time() - start) / calls)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=32, help="rows of h (sentences in the batch)")
@@ -108,21 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         if not np.allclose(out, expected, rtol=1e-4, atol=1e-3):
             print(f"{name} does not compute h W: stopping")
             return 1
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(args.rounds):
-        for name, call in ways.items():
-            start = time.process_time()
-            for _ in range(args.calls):
-                call()
-            times[name].append((time.process_time() - start) / args.calls)
+    times = median_times(ways, args.rounds, args.calls)
     print(f"torch {torch.__version__}, {args.threads} thread(s); act[{rows}, {gates}] += h[{rows}, {hidden}] W "
           f"({2 * rows * hidden * gates / 1e6:.1f} MFLOP); median CPU time of {args.rounds} rounds x {args.calls} "
           f"calls")
     print(f"weight {w_hg.nbytes / 1e6:.1f} MB; packed by the compiled step {own.numel() * 4 / 1e6:.1f} MB, "
           f"by MKL {size / 1e6:.1f} MB")
-    base = statistics.median(times["compiled"])
-    for name, values in times.items():
-        median = statistics.median(values)
+    base = times["compiled"]
+    for name, median in times.items():
         print(f"{name:14s} {median * 1e6:9.1f} us  {median / base:5.2f}x  "
               f"{2 * rows * hidden * gates / median / 1e9:6.1f} GFLOP/s")
     return 0
@@ -151,20 +156,13 @@ def projection(args) -> int:
         if not torch.allclose(out.double(), expected, rtol=1e-4, atol=1e-3):
             print(f"{name} does not compute bias + x W_ih^T: stopping")
             return 1
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(args.rounds):
-        for name, call in ways.items():
-            start = time.process_time()
-            for _ in range(args.calls):
-                call()
-            times[name].append((time.process_time() - start) / args.calls)
+    times = median_times(ways, args.rounds, args.calls)
     flop = 2 * rows * depth * gates
     print(f"torch {torch.__version__}, {args.threads} thread(s); act[{rows}, {gates}] = bias + x[{rows}, {depth}] "
           f"W_ih^T ({flop / 1e9:.2f} GFLOP), weights packed or scaled in every call; median CPU time of "
           f"{args.rounds} rounds x {args.calls} calls")
-    base = statistics.median(times["compiled"])
-    for name, values in times.items():
-        median = statistics.median(values)
+    base = times["compiled"]
+    for name, median in times.items():
         print(f"{name:16s} {median * 1e3:9.2f} ms  {median / base:5.2f}x  {flop / median / 1e9:6.1f} GFLOP/s")
     return 0
 
