@@ -469,8 +469,8 @@ INLINE void copy_rows(const term *t, int64_t r, int64_t rows, float *restrict ou
 /* One pass of product: per panel of columns, per block of rows, the block's sums stay in registers over both terms
  * and c is written once. The m rows are cut into ceil(m / MR) blocks of about equal rows (32: 6 6 5 5 5 5, not
  * 6 6 6 6 6 2): a block needs at least 5 rows (10 accumulators) to keep both FMA units busy through the FMA latency,
- * and a 2-row tail ran at about a third of the speed; `python scripts/benchmark_blas_gemm.py --batch 20` (the
- * language model's rows, 6 6 6 2 before) went from 54 to 79 GFLOP/s. */
+ * and a 2-row tail ran at about a third of the speed; `python scripts/benchmark_blas_gemm.py --batch 20` (20 rows, as
+ * in the language model's batches: 6 6 6 2 before) went from 54 to 62-79 GFLOP/s (two runs). */
 INLINE void product_pass(const int fetch, int64_t m, int64_t n, const float *init, const term *t1, const term *t2,
                          float *c, int64_t ldc, float *copy) {
     const int64_t blocks = (m + MR - 1) / MR;
