@@ -74,6 +74,31 @@ def test_whole_loop_matches_the_reference_cell(threads, counted, master_input, b
 
 
 @compiled_only
+@pytest.mark.parametrize("path", ["loop", "step", "pytorch"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("lengths", [MIXED, [9] * 10], ids=["mixed", "full"])
+def test_inference_outputs_are_the_reference_cells_on_every_path(threads, path, bidirectional, lengths):
+    """Without gradients the compiled step writes the distances itself and keeps the master gates in a scratch
+    buffer; one direction over a full batch reads its inputs and writes its states batch-major, without gathers.
+    All three paths give the reference cell's outputs, in contiguous tensors that callers may change in place."""
+    torch.manual_seed(6)
+    enc = ONLSTM(5, [16, 12], 4, num_layers=2, bidirectional=bidirectional, master_input="symmetric").eval()
+    x, mask = batch(torch.float32, lengths=lengths)
+    with on_path(path), torch.no_grad():
+        out = enc(x, mask)
+        ref = reference_encode(enc, x, mask)
+    for got, want in zip((out.hidden, out.distances, out.input_distances), ref):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    for layer in out.layers:
+        assert layer.is_contiguous()
+    with on_path(path):
+        hidden = enc(x.requires_grad_(), mask).hidden
+    hidden.mul_(2.0)  # an output the caller changes in place (as an in-place dropout would)
+    hidden.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+@compiled_only
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 2), (True, 2)])
 def test_whole_loop_gradients_are_the_float64_references(threads, projection, bidirectional, num_layers):
     """Outputs and gradients of the float32 whole loop against the float64 reference cell (same weights): within

@@ -55,7 +55,7 @@
 
 /* compiled.py refuses a library whose version differs from its own ABI: bump both whenever a struct or a
  * signature changes */
-#define ONLSTM_STEP_ABI 8
+#define ONLSTM_STEP_ABI 9
 
 EXPORT int onlstm_step_abi(void) { return ONLSTM_STEP_ABI; }
 
@@ -75,6 +75,8 @@ typedef struct {
     strided c_prev;  /* [H] 2 c_{t-1} */
     strided c_new;   /* [H] 2 c_t */
     strided master;  /* [2L] i~, f~ */
+    strided forget_distance; /* [1] 1 - mean(f~) over the levels (base NULL: not written) */
+    strided input_distance;  /* [1] mean(i~) (base NULL: not written) */
     int64_t save;    /* nonzero: also write what the backward reads (the five arrays below) */
     strided prob;    /* [2L] p_i, p_f */
     strided c_hat;   /* [H] 2 tanh(g) */
@@ -174,6 +176,15 @@ INLINE void step_rows(const layer *x, int64_t t, int64_t k_begin, int64_t k_end,
             float *p = x->save ? AT(x->prob, t, k, r) : probs;
             master_gate(L, a, p, m, 1, (int)x->symmetric);
             master_gate(L, a + L, p + L, m + L, 0, 0);
+            if (x->forget_distance.base) { /* the distances: means of i~ and f~ over the levels */
+                float sum_i = 0.0f, sum_f = 0.0f;
+                for (int64_t l = 0; l < L; l++) {
+                    sum_i += m[l];
+                    sum_f += m[L + l];
+                }
+                *AT(x->forget_distance, t, k, r) = 1.0f - sum_f / (float)L;
+                *AT(x->input_distance, t, k, r) = sum_i / (float)L;
+            }
             if (x->save) {
                 float *omega = AT(x->omega, t, k, r);
                 for (int64_t l = 0; l < L; l++) omega[l] = m[l] * m[L + l];

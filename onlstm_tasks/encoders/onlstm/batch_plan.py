@@ -153,7 +153,11 @@ def run_left_to_right(
 
 
 def _layer_inputs(x: torch.Tensor, plan: BatchPlan, dirs: int) -> torch.Tensor:
-    """x [B, T, D] laid out for :func:`onlstm_layer`: [dirs, T, B, D], rows sorted, right to left reversed."""
+    """x [B, T, D] laid out for :func:`onlstm_layer`: [dirs, T, B, D], rows sorted, right to left reversed. One
+    direction over a full batch needs no sorting or reversing: a view (batch-major in memory, which the layer's
+    outputs then follow; see :func:`_layer_outputs`)."""
+    if plan.full and dirs == 1:
+        return x.transpose(0, 1).unsqueeze(0)
     batch, steps, features = x.shape
     in_rows, in_inverse = plan.maps(dirs)[:2]
     flat = _GatherRows.apply(x.reshape(batch * steps, features), in_rows, in_inverse)
@@ -175,8 +179,15 @@ def _layer_weights(
 def _layer_outputs(
     h: torch.Tensor, d_forget: torch.Tensor, d_input: torch.Tensor, plan: BatchPlan
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`onlstm_layer`'s outputs back in the batch's layout: h [B, T, H * K], distances [K, B, T]."""
+    """:func:`onlstm_layer`'s outputs back in the batch's layout: h [B, T, H * K], distances [K, B, T]. One
+    direction over a full batch: h is a view (the layer lays it out batch-major when its inputs are, as
+    :func:`_layer_inputs` makes them), or a copy when it has a gradient (the layer saves h for its backward, and
+    a caller may change the result in place), the distances transposed copies."""
     dirs, batch, steps = h.size(0), plan.batch, plan.steps
+    if plan.full and dirs == 1:
+        h = h[0].transpose(0, 1)
+        h = h.clone(memory_format=torch.contiguous_format) if h.requires_grad else h.contiguous()
+        return h, d_forget.transpose(1, 2).contiguous(), d_input.transpose(1, 2).contiguous()
     _, _, out_rows, out_inverse, dist_rows, dist_inverse = plan.maps(dirs)
     h = _GatherRows.apply(h.reshape(-1, h.size(-1)), out_rows, out_inverse).view(batch, steps, dirs * h.size(-1))
     d_forget = _GatherRows.apply(d_forget.reshape(-1), dist_rows, dist_inverse).view(dirs, batch, steps)

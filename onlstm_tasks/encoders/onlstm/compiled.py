@@ -41,7 +41,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 8  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 9  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -57,7 +57,7 @@ class _Context(ctypes.Structure):
         ("dirs", ctypes.c_int64), ("hidden", ctypes.c_int64), ("levels", ctypes.c_int64),
         ("chunk", ctypes.c_int64), ("symmetric", ctypes.c_int64), ("scratch", ctypes.c_void_p),
         ("act", _Strided), ("h", _Strided), ("c_prev", _Strided), ("c_new", _Strided), ("master", _Strided),
-        ("save", ctypes.c_int64),
+        ("forget_distance", _Strided), ("input_distance", _Strided), ("save", ctypes.c_int64),
         ("prob", _Strided), ("c_hat", _Strided), ("omega", _Strided), ("eff", _Strided), ("tanh_c", _Strided),
     ]
 
@@ -307,16 +307,21 @@ class FusedSteps:
 
     Buffers as the C struct ``layer`` names them, each [K, T, B, n] or [K, B, n] (see :func:`strided`); ``c_slots``
     the ``(c_prev, c_new)`` cell buffers of even and odd steps (one pair when they are per step); ``saved`` the five
-    buffers the backward reads, or None. This object holds on to every buffer, since the C code keeps only their
-    addresses.
+    buffers the backward reads, or None; ``distances`` the ``(forget, input)`` distance buffers [K, T, B] that each
+    step writes (``1 - mean(f~)``, ``mean(i~)``), or None. This object holds on to every buffer, since the C code
+    keeps only their addresses.
     """
 
     def __init__(self, *, hidden: int, levels: int, symmetric: bool, act: torch.Tensor, h: torch.Tensor,
                  master: torch.Tensor, c_slots: list[tuple[torch.Tensor, torch.Tensor]],
-                 saved: dict[str, torch.Tensor] | None = None):
+                 saved: dict[str, torch.Tensor] | None = None,
+                 distances: tuple[torch.Tensor, torch.Tensor] | None = None):
         self._scratch = act.new_empty(2 * hidden + 2 * levels)
-        self._buffers = (act, h, master, c_slots, saved)
+        self._buffers = (act, h, master, c_slots, saved, distances)
         views = {name: strided(buf) for name, buf in (saved or {}).items()}
+        if distances is not None:
+            views.update(forget_distance=strided(distances[0].unsqueeze(-1)),
+                         input_distance=strided(distances[1].unsqueeze(-1)))
         self._contexts = [
             _Context(dirs=act.size(0), hidden=hidden, levels=levels, chunk=hidden // levels, symmetric=int(symmetric),
                      scratch=self._scratch.data_ptr(), act=strided(act), h=strided(h), c_prev=strided(c_prev),

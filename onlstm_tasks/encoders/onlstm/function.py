@@ -64,6 +64,8 @@ def onlstm_layer(
 
     Returns hidden states [K, T, B, H], forget distances ``1 - mean(f~)`` [K, T, B] and input distances
     ``mean(i~)`` [K, T, B], all zero at padded steps. Differentiable in ``x`` and the weights (first order only).
+    One direction over a full batch whose ``x`` lies batch-major in memory (a transposed view of [B, T, D]) gets
+    its hidden states laid out the same way, so that ``h[0].transpose(0, 1)`` is contiguous.
     """
     if not batch_sizes or batch_sizes[0] == 0:  # nothing to run (an empty batch or sequence)
         dirs, steps, batch, _ = x.shape

@@ -63,10 +63,10 @@ def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: in
     return per_thread * (inputs + hidden) * gates * 4 <= IN_LOOP_WEIGHT_BYTES
 
 
-def _fused_forward_steps(layer: PassLayout, acts, h, masters) -> compiled.FusedSteps:
+def _fused_forward_steps(layer: PassLayout, acts, h, masters, distances) -> compiled.FusedSteps:
     """The compiled step bound to the layer's buffers (see :mod:`.compiled`): ``fn(t, rows)`` runs step t's
-    element-wise work as :func:`.steps_torch.forward_steps` does, writing the same buffers; ``fn.run_all`` runs every
-    step, recurrent products included."""
+    element-wise work as :func:`.steps_torch.forward_steps` does, writing the same buffers and the distances
+    ``(forget, input)``; ``fn.run_all`` runs every step, recurrent products included."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     if layer.save:
         acts, masters, probs, cells, tanh_c, eff, omega = layer.saved
@@ -77,7 +77,7 @@ def _fused_forward_steps(layer: PassLayout, acts, h, masters) -> compiled.FusedS
         slots = layer.cells[..., 1, :].unbind(0)
         c_slots, saved = [(slots[0], slots[1]), (slots[1], slots[0])], None
     return compiled.FusedSteps(hidden=hidden, levels=levels, symmetric=layer.symmetric, act=acts, h=h,
-                               master=masters.flatten(-2), c_slots=c_slots, saved=saved)
+                               master=masters.flatten(-2), c_slots=c_slots, saved=saved, distances=distances)
 
 
 def _fused_backward_steps(layer: PassLayout, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
@@ -137,8 +137,18 @@ class LayerPass:
             _project(acts, x, seg, lambda out, inputs: torch.baddbmm(bias.unsqueeze(1), inputs, w_ih_t, out=out))
         if not whole_loop:
             w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-        h = new(dirs, steps, batch, hidden)
-        masters = x.new_zeros(dirs, steps, batch, 2, levels)  # [i~, f~]
+        if dirs == 1 and self.valid is None and x.stride(2) > x.stride(1):
+            # x's rows lie batch-major (a view of a [B, T, D] batch): so do h's, which [B, T, H] then views without
+            # a copy; a tensor of its own, not a view, so that callers may change it in place
+            h = x.new_empty_strided((1, steps, batch, hidden), (steps * batch * hidden, hidden, steps * hidden, 1))
+        else:
+            h = new(dirs, steps, batch, hidden)
+        fused = compiled.usable(x)  # the compiled step (whole loop or per step), which also writes the distances
+        if save or not fused:  # [i~, f~] of every step: the backward reads them, or the distances are their means
+            masters = x.new_zeros(dirs, steps, batch, 2, levels)
+        else:  # scratch that every step reuses
+            masters = new(dirs, batch, 2, levels)
+        distances = (x.new_zeros(dirs, steps, batch), x.new_zeros(dirs, steps, batch)) if fused else None
         if save:  # everything the backward reads
             cells = new(dirs, steps + 1, batch, 2, hidden)  # 2 [c^_t, c_{t-1}]: 2 c_t is written to [:, t + 1, :, 1]
             _start_cell(cells[:, 0, :, 1], c_init)
@@ -153,15 +163,15 @@ class LayerPass:
         if whole_loop:
             inputs = dict(x=x, weight_ih=compiled.packed(weight_ih.transpose(1, 2), scale[:, 0]), bias=bias) \
                 if in_loop else {}
-            _fused_forward_steps(self, acts, h, masters).run_all(
+            _fused_forward_steps(self, acts, h, masters, distances).run_all(
                 compiled.packed(weight_hh.transpose(1, 2), scale[:, 0]), self.rows_at, stop,
                 h0=None if h_init is None else h_init.contiguous(), **inputs)
         else:
             if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
                 acts[:, 0].baddbmm_(h_init, w_hh_t)
-            if compiled.usable(x):
-                fused, rows_at = _fused_forward_steps(self, acts, h, masters), self.rows_at
-                elementwise = lambda t: fused(t, rows_at[t])  # noqa: E731
+            if fused:
+                steps_fn, rows_at = _fused_forward_steps(self, acts, h, masters, distances), self.rows_at
+                elementwise = lambda t: steps_fn(t, rows_at[t])  # noqa: E731
             else:
                 elementwise = torch_steps.forward_steps(self, acts, h, masters)
             a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
@@ -170,8 +180,11 @@ class LayerPass:
                     a_all[t].baddbmm_(h_prevs[t], w_hh_t)
                 elementwise(t)
 
-        means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
-        d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
+        if distances is not None:
+            d_forget, d_input = distances
+        else:
+            means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
+            d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
         if self.valid is not None:
             h.masked_fill_(~self.valid[..., None], 0.0)  # also the rows a run never computed
             keep = self.valid.to(x.dtype)
