@@ -310,14 +310,14 @@ def test_index_maps_made_in_inference_mode_never_reach_autograd():
 
 def test_the_input_projection_runs_in_the_loop_when_its_weights_are_small(monkeypatch):
     monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", None)
-    ner = 4 * 256 + 2 * 32
-    assert layer_pass.project_in_loop(1, 128, 256, ner, threads=1)
-    assert layer_pass.project_in_loop(1, 256, 256, ner, threads=1)
-    assert not layer_pass.project_in_loop(2, 512, 256, ner, threads=1)  # both directions on one thread: 6.7 MiB
-    assert layer_pass.project_in_loop(2, 512, 256, ner, threads=2)  # one direction a thread
+    small, ner = 4 * 128 + 2 * 16, 4 * 256 + 2 * 32
+    assert layer_pass.project_in_loop(1, 64, 128, small, threads=1)  # 0.4 MiB
+    assert layer_pass.project_in_loop(2, 256, 128, small, threads=2)  # one direction a thread: 0.8 MiB
+    assert not layer_pass.project_in_loop(2, 256, 128, small, threads=1)  # both directions on one thread: 1.6 MiB
+    assert not layer_pass.project_in_loop(1, 128, 256, ner, threads=1)  # a NER layer: 1.6 MiB
     assert not layer_pass.project_in_loop(1, 1150, 1150, 4 * 1150 + 230, threads=2)  # the LM's middle layer
-    monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", False)
-    assert not layer_pass.project_in_loop(1, 128, 256, ner, threads=2)
+    monkeypatch.setattr(layer_pass, "PROJECT_IN_LOOP", True)
+    assert layer_pass.project_in_loop(1, 128, 256, ner, threads=2)
 
 
 @compiled_only

@@ -33,7 +33,9 @@ def _project(acts: torch.Tensor, x: torch.Tensor, runs, product) -> None:
     sequence does."""
     dirs, steps, batch, gates = acts.shape
     if runs == [(batch, 0, steps)]:  # every row at every step: in place
-        product(acts.view(dirs, -1, gates), x.reshape(dirs, -1, x.size(-1)))
+        if acts.stride(2) > acts.stride(1):  # both batch-major (see LayerPass): rows in (row, step) order
+            acts, x = acts.transpose(1, 2), x.transpose(1, 2)
+        product(acts.reshape(dirs, -1, gates), x.reshape(dirs, -1, x.size(-1)))
     else:
         inputs = gather_runs(x, runs)
         out = acts.new_empty(dirs, inputs.size(1), gates)
@@ -42,7 +44,7 @@ def _project(acts: torch.Tensor, x: torch.Tensor, runs, product) -> None:
 
 
 PROJECT_IN_LOOP = None  # None: decide by the sizes (project_in_loop); True / False: always / never (tests, benchmarks)
-IN_LOOP_WEIGHT_BYTES = 4 << 20  # see project_in_loop
+IN_LOOP_WEIGHT_BYTES = 1 << 20  # see project_in_loop
 
 
 def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: int | None = None) -> bool:
@@ -52,10 +54,11 @@ def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: in
     In the loop the projection shares the threads of the loop's pieces (a large product first is a phase of its own,
     which two threads speed up less) and skips a pass over memory, but every step reads the input weights again.
     So: when the input and recurrent weights one thread's piece reads each step (the directions it runs) take at
-    most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_loop_choices.py on a 2-core AMD EPYC (32 MiB L3):
-    faster in the loop for a NER layer (1.7 MiB a direction), and for a bidirectional second layer (3.3 MiB a
-    direction) on two threads, one direction each, but not on one (6.7 MiB); slower for the language model's
-    1150-wide layers (30-44 MiB, more than the L3 cache)."""
+    most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_loop_choices.py on a 2-core AMD EPYC (512 KiB L2,
+    32 MiB L3 shared with other tenants), since the projection first is the compiled product (compiled.project): one
+    large product first was as fast or faster for the NER layers (1.6 MiB a direction: 5-8% faster on two threads,
+    within 3% either way on one; a bidirectional layer on one thread, 3.2 MiB, 16% faster) and for the language
+    model's 1150-wide layers (30-44 MiB); the loop kept an edge of 2-6% for layers of 0.4 MiB (hidden 128)."""
     if PROJECT_IN_LOOP is not None:
         return PROJECT_IN_LOOP
     threads = torch.get_num_threads() if threads is None else threads
@@ -126,7 +129,16 @@ class LayerPass:
         scale[rows.cell : rows.input] = 2.0
         scale[rows.input :] = -1.0
         bias = bias * scale[:, 0]
-        acts = new(dirs, steps, batch, gates)  # pre-activations, then every step's activations
+        # x's rows lie batch-major (one direction's view of a full [B, T, D] batch): so do those of the
+        # pre-activations (projected without reordering x) and of h (which [B, T, H] then views without a copy)
+        batch_major = dirs == 1 and self.valid is None and x.stride(2) > x.stride(1)
+
+        def step_buffer(n: int) -> torch.Tensor:  # [K, T, B, n], laid out as x; a tensor of its own, not a view
+            if batch_major:
+                return x.new_empty_strided((1, steps, batch, n), (steps * batch * n, n, steps * n, 1))
+            return new(dirs, steps, batch, n)
+
+        acts = step_buffer(gates)  # pre-activations, then every step's activations
         whole_loop = compiled.loop_usable(x)  # the whole time loop, recurrent products included, compiled
         in_loop = whole_loop and project_in_loop(dirs, x.size(-1), hidden, gates)  # the input projection too
         if not in_loop and whole_loop:  # the input projection first, in one compiled product
@@ -137,12 +149,7 @@ class LayerPass:
             _project(acts, x, seg, lambda out, inputs: torch.baddbmm(bias.unsqueeze(1), inputs, w_ih_t, out=out))
         if not whole_loop:
             w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-        if dirs == 1 and self.valid is None and x.stride(2) > x.stride(1):
-            # x's rows lie batch-major (a view of a [B, T, D] batch): so do h's, which [B, T, H] then views without
-            # a copy; a tensor of its own, not a view, so that callers may change it in place
-            h = x.new_empty_strided((1, steps, batch, hidden), (steps * batch * hidden, hidden, steps * hidden, 1))
-        else:
-            h = new(dirs, steps, batch, hidden)
+        h = step_buffer(hidden)  # not a view: callers may change it in place
         fused = compiled.usable(x)  # the compiled step (whole loop or per step), which also writes the distances
         if save or not fused:  # [i~, f~] of every step: the backward reads them, or the distances are their means
             masters = x.new_zeros(dirs, steps, batch, 2, levels)
