@@ -55,10 +55,11 @@ def project_in_loop(dirs: int, inputs: int, hidden: int, gates: int, threads: in
     which two threads speed up less) and skips a pass over memory, but every step reads the input weights again.
     So: when the input and recurrent weights one thread's piece reads each step (the directions it runs) take at
     most :data:`IN_LOOP_WEIGHT_BYTES`. Measured with scripts/benchmark_loop_choices.py on a 2-core AMD EPYC (512 KiB L2,
-    32 MiB L3 shared with other tenants), since the projection first is the compiled product (compiled.project): one
-    large product first was as fast or faster for the NER layers (1.6 MiB a direction: 5-8% faster on two threads,
-    within 3% either way on one; a bidirectional layer on one thread, 3.2 MiB, 16% faster) and for the language
-    model's 1150-wide layers (30-44 MiB); the loop kept an edge of 2-6% for layers of 0.4 MiB (hidden 128)."""
+    32 MiB L3 shared with other tenants), since the projection first is the compiled product (compiled.project), in
+    three runs: for NER layers of hidden 256 (1.6 MiB a direction) one large product first was within 4% of the loop
+    either way on one thread and 1-4% faster on two; for bidirectional NER layers on one thread (both directions'
+    weights, 3.2 MiB and more) 7-18% faster; for the language model's 1150-wide layers (30-44 MiB) 12-21% faster. The
+    loop kept an edge of 2-6% for layers of 0.4 MiB (hidden 128; one run of a sweep)."""
     if PROJECT_IN_LOOP is not None:
         return PROJECT_IN_LOOP
     threads = torch.get_num_threads() if threads is None else threads
