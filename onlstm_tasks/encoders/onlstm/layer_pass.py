@@ -142,8 +142,9 @@ class LayerPass:
         acts = step_buffer(gates)  # pre-activations, then every step's activations
         whole_loop = compiled.loop_usable(x)  # the whole time loop, recurrent products included, compiled
         in_loop = whole_loop and project_in_loop(dirs, x.size(-1), hidden, gates)  # the input projection too
-        if not in_loop and whole_loop:  # the input projection first, in one compiled product
+        if whole_loop:  # the scaled input weights, packed for the compiled products (in the loop or first)
             w_ih = compiled.packed(weight_ih.transpose(1, 2), scale[:, 0])
+        if not in_loop and whole_loop:  # the input projection first, in one compiled product
             _project(acts, x, seg, lambda out, inputs: compiled.project(out, inputs, w_ih, bias))
         elif not in_loop:  # the same through PyTorch's
             w_ih_t = (weight_ih * scale).transpose(1, 2)
@@ -169,8 +170,7 @@ class LayerPass:
             _start_cell(cells[0, :, :, 1], c_init)
         self.cells = cells
         if whole_loop:
-            inputs = dict(x=x, weight_ih=compiled.packed(weight_ih.transpose(1, 2), scale[:, 0]), bias=bias) \
-                if in_loop else {}
+            inputs = dict(x=x, weight_ih=w_ih, bias=bias) if in_loop else {}
             _fused_forward_steps(self, acts, h, masters, distances).run_all(
                 compiled.packed(weight_hh.transpose(1, 2), scale[:, 0]), self.rows_at, stop,
                 h0=None if h_init is None else h_init.contiguous(), **inputs)
