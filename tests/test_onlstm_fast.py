@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm.function import ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 from onlstm_tasks.encoders.onlstm.runs import step_runs
 
@@ -134,6 +134,33 @@ def test_gradcheck_through_the_function(symmetric, dirs, batch_sizes):
     args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
             ((dirs, steps, rows, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
     assert torch.autograd.gradcheck(lambda *a: ONLSTMLayerFunction.apply(*a, batch_sizes, symmetric), args)
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5])
+@pytest.mark.parametrize("carry", [False, True], ids=["zero-state", "carried-state"])
+def test_gradcheck_of_a_batch_major_full_batch(steps, carry):
+    """float64 gradcheck of one direction over a full batch whose x is a transposed view of [B, T, D], as the encoder
+    passes it: the layer then lays out its buffers batch-major, and the backward pairs each step with the previous
+    one in (row, step) order (a row's step 0 against the row before's last step, subtracted again)."""
+    torch.manual_seed(5)
+    hidden, levels, features, rows = 4, 2, 3, 3
+    gates = 4 * hidden + 2 * levels
+    # x's steps a slice of a longer batch, as a caller may pass it
+    x = torch.randn(rows, steps + 1, features, dtype=torch.double, requires_grad=True)
+    weights = [torch.randn(*shape, dtype=torch.double, requires_grad=True)
+               for shape in ((1, gates, features), (1, gates), (1, gates, hidden))]
+    state = [torch.randn(1, rows, hidden, dtype=torch.double) for _ in range(2)]
+
+    def run(x, *weights):
+        view = x[:, :steps].transpose(0, 1).unsqueeze(0)  # [1, T, B, D], batch-major in memory
+        if carry:
+            return ONLSTMCarryFunction.apply(view, *weights, False, *state)
+        return ONLSTMLayerFunction.apply(view, *weights, [rows] * steps, False)
+
+    if steps > 1:  # (one step: either layout is both)
+        h = run(x, *weights)[0]
+        assert h.stride(2) > h.stride(1)  # laid out batch-major, as x
+    assert torch.autograd.gradcheck(run, (x, *weights))
 
 
 def test_double_backward_is_refused():

@@ -100,13 +100,15 @@ def test_inference_outputs_are_the_reference_cells_on_every_path(threads, path, 
 
 @compiled_only
 @pytest.mark.parametrize("bidirectional,num_layers", [(False, 2), (True, 2)])
-def test_whole_loop_gradients_are_the_float64_references(threads, projection, bidirectional, num_layers):
+@pytest.mark.parametrize("lengths", [MIXED, [9] * 10], ids=["mixed", "full"])
+def test_whole_loop_gradients_are_the_float64_references(threads, projection, bidirectional, num_layers, lengths):
     """Outputs and gradients of the float32 whole loop against the float64 reference cell (same weights): within
-    float32 rounding. The float64 gradcheck of the same equations runs on the PyTorch loop."""
+    float32 rounding. The float64 gradcheck of the same equations runs on the PyTorch loop. Full batches of one
+    direction run on batch-major buffers (see LayerPass)."""
     torch.manual_seed(3)
     enc = ONLSTM(5, 16, 4, num_layers=num_layers, bidirectional=bidirectional)
     enc64 = copy.deepcopy(enc).double()
-    x, mask = batch(torch.float64, lengths=MIXED)
+    x, mask = batch(torch.float64, lengths=lengths)
     x32 = x.float().requires_grad_()
     x64 = x.clone().requires_grad_()
     with on_path("loop"):

@@ -185,7 +185,7 @@ def _layer_outputs(
     a caller may change the result in place), the distances transposed copies."""
     dirs, batch, steps = h.size(0), plan.batch, plan.steps
     if plan.full and dirs == 1:
-        h = h[0].transpose(0, 1)
+        h = h.squeeze(0).transpose(0, 1)  # not h[0]: its backward would zero-fill a [1, T, B, H] gradient
         h = h.clone(memory_format=torch.contiguous_format) if h.requires_grad else h.contiguous()
         return h, d_forget.transpose(1, 2).contiguous(), d_input.transpose(1, 2).contiguous()
     _, _, out_rows, out_inverse, dist_rows, dist_inverse = plan.maps(dirs)

@@ -41,7 +41,7 @@ import torch
 log = logging.getLogger(__name__)
 
 ENV = "ONLSTM_FUSED_STEP"
-ABI = 9  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
+ABI = 10  # ONLSTM_STEP_ABI in _onlstm_step.c: bumped whenever a struct or signature changes
 
 
 class _Strided(ctypes.Structure):
@@ -377,16 +377,20 @@ class FusedBackwardSteps:
     def __call__(self, t: int, rows: int, carry_rows: int) -> None:
         self._step(self._ref, t, rows, carry_rows)
 
-    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, last_carry: int) -> None:
+    def run_all(self, weight: torch.Tensor, rows_at: list[int], stop: int, last_carry: int) -> torch.Tensor:
         """Every step's backward, last first, in compiled calls (see :meth:`FusedSteps.run_all`): for t + 1 < stop
         dL/dh_t gets the recurrent part (step t + 1's dL/d(pre-activations) times ``weight``, :func:`packed` from
         the unscaled recurrent weights [K, G, H]), then step t's element-wise backward; after the last step the first
-        ``last_carry`` rows read dL/dc from ``carry``."""
+        ``last_carry`` rows read dL/dc from ``carry``. Returns the bias gradient [K, G]: dL/d(pre-activations)
+        summed over the (step, row) pairs the steps ran, added up as each step writes them."""
         ctx = self._context
-        loops = _loops(weight, rows_at, stop, ctx.dirs, 4 * ctx.hidden + 4 * ctx.levels)
+        gates = 4 * ctx.hidden + 2 * ctx.levels
+        loops = _loops(weight, rows_at, stop, ctx.dirs, 4 * ctx.hidden + 4 * ctx.levels, bias_gates=gates)
         if not (len(loops) > 1 and _PARALLEL
                 and _LIB.onlstm_backward_team(_PARALLEL, self._ref, loops, len(loops), last_carry) == 0):
             _run_pieces(_LIB.onlstm_backward_loop, [(self._ref, ctypes.byref(lp), last_carry) for lp in loops])
+        sums = loops._keep[-1]  # [pieces, K, G]: each piece's rows
+        return sums[0] if len(sums) == 1 else sums.sum(0)
 
 
 class _Loop(ctypes.Structure):
@@ -399,6 +403,7 @@ class _Loop(ctypes.Structure):
         ("rows_at", ctypes.c_void_p),
         ("stop", ctypes.c_int64), ("k_begin", ctypes.c_int64), ("k_end", ctypes.c_int64),
         ("r_begin", ctypes.c_int64), ("r_end", ctypes.c_int64), ("scratch", ctypes.c_void_p), ("copy", ctypes.c_void_p),
+        ("d_bias", ctypes.c_void_p),
     ]
 
 
@@ -435,21 +440,23 @@ def loop_pieces(dirs: int, rows_at: list[int], threads: int | None = None) -> li
 
 
 def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scratch: int, forward: dict | None = None,
-           keep: tuple = ()) -> ctypes.Array:
+           keep: tuple = (), bias_gates: int = 0) -> ctypes.Array:
     """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`) in one array, each with its own scratch;
     the tensors they point into (with ``keep``) are kept alive on the array (``_keep``). ``weight``:
-    :func:`packed`; ``forward``: the fields only the forward reads (its input projection)."""
+    :func:`packed`; ``forward``: the fields only the forward reads (its input projection); ``bias_gates``: G for
+    a backward that sums the bias gradient, into zeros [pieces, K, G] (one [K, G] per piece, last in ``_keep``)."""
     if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 2 or weight.size(0) != dirs:
         raise ValueError("the compiled loop reads packed float32 weights, one row per direction")
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
     pieces = loop_pieces(dirs, rows_at)
     bufs = torch.empty(len(pieces), scratch + rows_at[0] * FUSED_DEPTH, dtype=torch.float32)
+    sums = torch.zeros(len(pieces), dirs, bias_gates) if bias_gates else None
     loops = (_Loop * len(pieces))(*(
         _Loop(weight=weight.data_ptr(), weight_sk=weight.stride(0), rows_at=rows.data_ptr(), stop=stop,
               k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr(),
-              copy=buf[scratch:].data_ptr(), **(forward or {}))
-        for (k_begin, k_end, r_begin, r_end), buf in zip(pieces, bufs)))
-    loops._keep = (weight, rows, bufs, keep)
+              copy=buf[scratch:].data_ptr(), d_bias=None if sums is None else sums[i].data_ptr(), **(forward or {}))
+        for i, ((k_begin, k_end, r_begin, r_end), buf) in enumerate(zip(pieces, bufs))))
+    loops._keep = (weight, rows, bufs, keep, sums)
     return loops
 
 

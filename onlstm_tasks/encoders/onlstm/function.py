@@ -167,11 +167,16 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
     first (one pass over memory), so that padded positions cost no arithmetic, as in the forward's projection."""
     x, weight_ih, weight_hh, h, h0, *saved = ctx.saved_tensors  # x: zero at padded steps
     layer = ctx.layer
-    d_pre = layer.backward(weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last)  # [K, T, B, G]
+    d_pre, d_bias = layer.backward(weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last)  # [K, T, B, G]
     dirs, steps, batch, gates = d_pre.shape
     runs = layer.segments
     full = runs == [(batch, 0, steps)]  # every row at every step: views, no gathering
-    if full:
+    # one direction's full batch laid out batch-major (see LayerPass): x, h and d_pre all list rows in (row, step)
+    # order, so each is one [K, B T, n] view in that order
+    batch_major = full and d_pre.stride(2) > d_pre.stride(1)
+    if batch_major:
+        d_flat, x_flat = _rows_by_row(d_pre), _rows_by_row(x)
+    elif full:
         d_flat, x_flat = d_pre.view(dirs, -1, gates), x.reshape(dirs, -1, x.size(-1))
     else:
         d_flat, x_flat = gather_runs(d_pre, runs), gather_runs(x, runs)
@@ -179,13 +184,36 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
     d_x = None
     if need[0]:
         d_x_flat = torch.bmm(d_flat, weight_ih)
-        d_x = d_x_flat.view(x.shape) if full else scatter_runs(d_x_flat, runs, x.new_zeros(x.shape))
+        if batch_major:
+            d_x = d_x_flat.view(dirs, batch, steps, -1).transpose(1, 2)
+        else:
+            d_x = d_x_flat.view(x.shape) if full else scatter_runs(d_x_flat, runs, x.new_zeros(x.shape))
     d_weight_ih = torch.bmm(d_flat.transpose(1, 2), x_flat) if need[1] else None
-    d_bias = d_flat.sum(1) if need[2] else None
+    if not need[2]:
+        d_bias = None
+    elif d_bias is None:  # (the compiled loop sums it as it goes)
+        d_bias = d_flat.sum(1)
     d_weight_hh = None
     if need[3]:  # step t reads h_{t-1}; from a zero state step 0 contributes nothing, from h0 it adds its share
-        later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]
-        d_weight_hh = torch.bmm(gather_runs(d_pre, later).transpose(1, 2), gather_runs(h, later, offset=-1))
+        if batch_major:  # (so more than one step: with one, both layouts are the same)
+            d_weight_hh = _recurrent_grad_by_row(d_flat, _rows_by_row(h), d_pre, h)
+        else:
+            later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]
+            d_weight_hh = torch.bmm(gather_runs(d_pre, later).transpose(1, 2), gather_runs(h, later, offset=-1))
         if h0 is not None:  # full batches only
             d_weight_hh.baddbmm_(d_pre[:, 0].transpose(1, 2), h0)
     return d_x, d_weight_ih, d_bias, d_weight_hh
+
+
+def _rows_by_row(buf: torch.Tensor) -> torch.Tensor:
+    """[K, T, B, n] laid out batch-major -> the view [K, B T, n] in (row, step) order."""
+    return buf.transpose(1, 2).reshape(buf.size(0), -1, buf.size(-1))
+
+
+def _recurrent_grad_by_row(d_flat, h_flat, d_pre, h) -> torch.Tensor:
+    """``sum over rows b and steps t >= 1 of d_pre[t, b]^T h[t - 1, b]`` from the (row, step) views ``d_flat``
+    [K, B T, G] and ``h_flat`` [K, B T, H], without copying: entry i of ``d_flat`` pairs with entry i - 1 of
+    ``h_flat``, which is the previous step of the same row except at a row's step 0, paired with the row before's
+    last step; those B - 1 wrong terms are subtracted again (one small product)."""
+    grad = torch.bmm(d_flat[:, 1:].transpose(1, 2), h_flat[:, :-1])
+    return grad.baddbmm_(d_pre[:, 0, 1:].transpose(1, 2), h[:, -1, :-1], alpha=-1.0)

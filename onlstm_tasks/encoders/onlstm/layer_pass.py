@@ -208,19 +208,19 @@ class LayerPass:
 
     def backward(self, weight_hh, h, saved, grad_h, grad_forget, grad_input, grad_c_last=None):
         """dL/d(pre-activations) [K, T, B, G] from the gradients of the outputs (any of them None): h, the
-        distances and, for a full batch, the cell state after the last step. The gradient into the initial state
-        is dropped."""
+        distances and, for a full batch, the cell state after the last step, and the bias gradient [K, G] where the
+        compiled loop summed it on the way (else None). The gradient into the initial state is dropped."""
         dirs, steps, batch, gates, hidden, levels, chunk = self.shape
         seg, stop, valid = self.segments, self.stop, self.valid
         probs = saved[2]
         dtype, device = h.dtype, h.device
 
-        d_pre = h.new_empty(dirs, steps, batch, gates)
+        d_pre = torch.empty_like(saved[0])  # laid out as the pre-activations (batch-major where they are)
         for rows, start, end in seg:
             d_pre[:, start:end, rows:].zero_()  # rows a run never computed
         d_pre[:, stop:].zero_()
         # dL/dh_t from the output; the loop adds the recurrent part
-        d_h = h.new_zeros(h.shape) if grad_h is None else h.new_empty(h.shape).copy_(grad_h)
+        d_h = torch.zeros_like(h) if grad_h is None else torch.empty_like(h).copy_(grad_h)
         if grad_h is not None and valid is not None:
             d_h.masked_fill_(~valid[..., None], 0.0)
 
@@ -242,8 +242,8 @@ class LayerPass:
         rows_at = self.rows_at
         if compiled.loop_usable(h):  # the whole time loop, recurrent products included, in compiled calls
             fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
-            fused.run_all(compiled.packed(weight_hh), rows_at, stop, batch if grad_c_last is not None else 0)
-            return d_pre
+            d_bias = fused.run_all(compiled.packed(weight_hh), rows_at, stop, batch if grad_c_last is not None else 0)
+            return d_pre, d_bias
         if compiled.usable(h):
             fused = _fused_backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
             last_carry = batch if grad_c_last is not None else 0
@@ -256,4 +256,4 @@ class LayerPass:
                 n, n_next = rows_at[t], rows_at[t + 1]
                 (d_hs[t] if n_next == n else d_hs[t][:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
             elementwise(t)
-        return d_pre
+        return d_pre, None
