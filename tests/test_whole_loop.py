@@ -126,22 +126,26 @@ def test_whole_loop_gradients_are_the_float64_references(threads, projection, bi
 
 
 @compiled_only
-@pytest.mark.parametrize("lengths", [MIXED, [9] * 10], ids=["mixed", "full"])
-def test_input_gradient_through_the_compiled_product(threads, monkeypatch, lengths):
-    """The input gradient through the compiled product (used for wide inputs, see function._input_grad), forced
-    here for a narrow one, against the float64 reference cell: gathered rows (mixed lengths) and batch-major rows."""
-    monkeypatch.setattr(function, "COMPILED_INPUT_GRAD_WIDTH", 0)
+@pytest.mark.parametrize("lengths,bidirectional", [(MIXED, True), ([9] * 10, False), ([9] * 10, True)],
+                         ids=["mixed-bi", "full-uni", "full-bi"])
+def test_gradients_through_the_compiled_product(threads, monkeypatch, lengths, bidirectional):
+    """The input and weight gradients through the compiled product (used for wide layers, see function._input_grad
+    and _weight_grads), forced here for narrow ones, against the float64 reference cell: gathered rows (mixed
+    lengths), batch-major rows (one direction's full batch) and time-major ones (both directions' full batch)."""
+    monkeypatch.setattr(function, "COMPILED_GRAD_WIDTH", 0)
     torch.manual_seed(4)
-    enc = ONLSTM(5, 16, 4, num_layers=2, bidirectional=lengths is MIXED)
+    enc = ONLSTM(5, 16, 4, num_layers=2, bidirectional=bidirectional)
     enc64 = copy.deepcopy(enc).double()
     x, mask = batch(torch.float64, lengths=lengths)
     x32, x64 = x.float().requires_grad_(), x.clone().requires_grad_()
     with on_path("loop"):
         out = enc(x32, mask)
-        (got,) = torch.autograd.grad(loss_fn(out.hidden.double(), out.distances.double(),
-                                             out.input_distances.double()), [x32])
-    (want,) = torch.autograd.grad(loss_fn(*reference_encode(enc64, x64, mask)), [x64])
-    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+        got = torch.autograd.grad(loss_fn(out.hidden.double(), out.distances.double(), out.input_distances.double()),
+                                  [x32, *enc.parameters()])
+    want = torch.autograd.grad(loss_fn(*reference_encode(enc64, x64, mask)), [x64, *enc64.parameters()])
+    names = ["x", *(n for n, _ in enc.named_parameters())]
+    for name, g, w in zip(names, got, want):
+        torch.testing.assert_close(g.double(), w, rtol=1e-4, atol=1e-4, msg=lambda m: f"gradient of {name}: {m}")
 
 
 @compiled_only

@@ -30,6 +30,7 @@ gradient into ``h_{-1}, c_{-1}`` (truncated back-propagation through time: the i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -39,7 +40,7 @@ from . import compiled
 from .layer_pass import LayerPass
 from .runs import gather_runs, scatter_runs
 
-COMPILED_INPUT_GRAD_WIDTH = 1024  # see _input_grad
+COMPILED_GRAD_WIDTH = 1024  # see _input_grad and _weight_grads
 
 
 class LayerState(NamedTuple):
@@ -191,7 +192,8 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
             d_x = d_x_flat.view(dirs, batch, steps, -1).transpose(1, 2)
         else:
             d_x = d_x_flat.view(x.shape) if full else scatter_runs(d_x_flat, runs, x.new_zeros(x.shape))
-    d_weight_ih = torch.bmm(d_flat.transpose(1, 2), x_flat) if need[1] else None
+    weight_grad = _weight_grads(d_flat)
+    d_weight_ih = weight_grad(x_flat) if need[1] else None
     if not need[2]:
         d_bias = None
     elif d_bias is None:  # (the compiled loop sums it as it goes)
@@ -199,10 +201,14 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
     d_weight_hh = None
     if need[3]:  # step t reads h_{t-1}; from a zero state step 0 contributes nothing, from h0 it adds its share
         if batch_major:  # (so more than one step: with one, both layouts are the same)
-            d_weight_hh = _recurrent_grad_by_row(d_flat, _rows_by_row(h), d_pre, h)
+            d_weight_hh = _recurrent_grad_by_row(weight_grad, _rows_by_row(h), d_pre, h)
         else:
             later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]
-            d_weight_hh = torch.bmm(gather_runs(d_pre, later).transpose(1, 2), gather_runs(h, later, offset=-1))
+            h_prev = gather_runs(h, later, offset=-1)
+            if full:  # steps 1.. of d_flat: its rows from the batch's on (views)
+                d_weight_hh = weight_grad(h_prev, first=batch)
+            else:
+                d_weight_hh = _weight_grads(gather_runs(d_pre, later))(h_prev)
         if h0 is not None:  # full batches only
             d_weight_hh.baddbmm_(d_pre[:, 0].transpose(1, 2), h0)
     return d_x, d_weight_ih, d_bias, d_weight_hh
@@ -210,17 +216,39 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
 
 def _input_grad(d_flat: torch.Tensor, weight_ih: torch.Tensor) -> torch.Tensor:
     """``d_flat @ weight_ih`` ([K, M, G] x [K, G, D]): through the compiled product (the one the forward projects
-    with, :func:`.compiled.project`) for inputs at least :data:`COMPILED_INPUT_GRAD_WIDTH` wide, else MKL's ``bmm``.
+    with, :func:`.compiled.project`) for inputs at least :data:`COMPILED_GRAD_WIDTH` wide, else MKL's ``bmm``.
     Measured on the 2-core AMD EPYC (a throwaway script, one or two runs each; one and two threads): at the language
     model's widths (D 1150, G 4830 or 1680, 1400 rows) the compiled product took 0.67-0.73x of ``bmm``'s time; at D
     384-512 0.81-1.08x, at D 400 0.95-1.0x, at NER's D 128-256 1.02-1.13x."""
     dirs, rows, gates = d_flat.shape
     width = weight_ih.size(-1)
-    if width < COMPILED_INPUT_GRAD_WIDTH or not compiled.loop_usable(d_flat):
+    if width < COMPILED_GRAD_WIDTH or not compiled.loop_usable(d_flat):
         return torch.bmm(d_flat, weight_ih)
     out = d_flat.new_empty(dirs, rows, width)
     compiled.project(out, d_flat, compiled.packed(weight_ih), d_flat.new_zeros(dirs, width))
     return out
+
+
+def _weight_grads(d_flat: torch.Tensor) -> Callable[..., torch.Tensor]:
+    """``grad(b, first=0)`` = ``d_flat[:, first:]^T @ b`` ([K, M - first, G] and [K, M - first, N] -> [K, G, N]): a
+    weight gradient. Through the compiled product for ``b`` at least :data:`COMPILED_GRAD_WIDTH` wide, on one
+    transposed copy of ``d_flat`` shared by every such call (the product reads rows along M), else MKL's ``bmm``.
+    Measured as :func:`_input_grad` (transposed copy included): at the language model's widths (N 1150) 0.67-0.87x of
+    ``bmm``'s time, at N 400 1.35-1.54x, at NER's N 128-256 1.6-2.1x."""
+    transposed: list[torch.Tensor] = []
+
+    def grad(b: torch.Tensor, first: int = 0) -> torch.Tensor:
+        d = d_flat[:, first:]
+        dirs, width = b.size(0), b.size(-1)
+        if width < COMPILED_GRAD_WIDTH or not compiled.loop_usable(d):
+            return torch.bmm(d.transpose(1, 2), b)
+        if not transposed:
+            transposed.append(d_flat.transpose(1, 2).contiguous())  # [K, G, M]
+        out = b.new_empty(dirs, d_flat.size(-1), width)
+        compiled.project(out, transposed[0][:, :, first:], compiled.packed(b), b.new_zeros(dirs, width))
+        return out
+
+    return grad
 
 
 def _rows_by_row(buf: torch.Tensor) -> torch.Tensor:
@@ -228,10 +256,11 @@ def _rows_by_row(buf: torch.Tensor) -> torch.Tensor:
     return buf.transpose(1, 2).reshape(buf.size(0), -1, buf.size(-1))
 
 
-def _recurrent_grad_by_row(d_flat, h_flat, d_pre, h) -> torch.Tensor:
-    """``sum over rows b and steps t >= 1 of d_pre[t, b]^T h[t - 1, b]`` from the (row, step) views ``d_flat``
-    [K, B T, G] and ``h_flat`` [K, B T, H], without copying: entry i of ``d_flat`` pairs with entry i - 1 of
-    ``h_flat``, which is the previous step of the same row except at a row's step 0, paired with the row before's
-    last step; those B - 1 wrong terms are subtracted again (one small product)."""
-    grad = torch.bmm(d_flat[:, 1:].transpose(1, 2), h_flat[:, :-1])
+def _recurrent_grad_by_row(weight_grad, h_flat, d_pre, h) -> torch.Tensor:
+    """``sum over rows b and steps t >= 1 of d_pre[t, b]^T h[t - 1, b]`` from the (row, step) view ``h_flat``
+    [K, B T, H] and ``weight_grad`` (:func:`_weight_grads` of the same view of ``d_pre``), without copying: entry i of
+    ``d_pre``'s view pairs with entry i - 1 of ``h_flat``, which is the previous step of the same row except at a
+    row's step 0, paired with the row before's last step; those B - 1 wrong terms are subtracted again (one small
+    product)."""
+    grad = weight_grad(h_flat[:, :-1], first=1)
     return grad.baddbmm_(d_pre[:, 0, 1:].transpose(1, 2), h[:, -1, :-1], alpha=-1.0)
