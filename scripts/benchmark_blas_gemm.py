@@ -26,6 +26,15 @@ baddbmm`` scales the weight and calls ``torch.baddbmm`` (what it did before, and
     python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10   # language-model shapes
     python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10 --projection 400 --calls 2 --rounds 7
 
+With ``--gradients D`` it times the two kinds of large product of a layer's backward over all its steps, for D
+inputs: the input gradient ``dL/dx[T B, D] = d[T B, G] W_ih`` and a weight gradient ``dL/dW_ih[G, D] = d^T x``, each
+the way ``function.py`` takes for wide layers (``compiled``: the compiled product, the weight gradient on a transposed
+copy of d; ``_input_grad`` / ``_weight_grads`` with ``COMPILED_GRAD_WIDTH`` forced to 0) and for narrow ones
+(``bmm``: MKL's). The recurrent weight's gradient is the second kind with D = H.
+
+    python scripts/benchmark_blas_gemm.py --gradients 128 --calls 5     # NER's first layer (B 32, T 70)
+    python scripts/benchmark_blas_gemm.py --batch 20 --hidden 1150 --chunk 10 --gradients 1150 --calls 1 --rounds 5
+
 Needs the compiled step (built by ``pip install``) and the MKL of the x86-64 CPU wheels (``sgemm_pack_``
 exported); elsewhere it says so and stops.
 """
@@ -42,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from onlstm_tasks.encoders.onlstm import compiled
+from onlstm_tasks.encoders.onlstm import compiled, function
 
 
 def median_times(ways: dict, rounds: int, calls: int) -> dict[str, float]:
@@ -67,12 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--projection", type=int, metavar="D", help="time the input projection from D inputs instead")
     p.add_argument("--steps", type=int, default=70, help="steps of the layer (--projection: rows are batch x steps)")
+    p.add_argument("--gradients", type=int, metavar="D", help="time the backward's input and weight gradients instead")
     args = p.parse_args(argv)
     if args.hidden % args.chunk:
         p.error(f"--hidden {args.hidden} is not a multiple of --chunk {args.chunk}")
     torch.set_num_threads(args.threads)
     if args.projection:
         return projection(args)
+    if args.gradients:
+        return gradients(args)
     blas = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
     if not all(hasattr(blas, name) for name in ("sgemm_", "sgemm_pack_", "sgemm_compute_", "sgemm_pack_get_size_")):
         print("PyTorch's BLAS has no MKL packed GEMM (sgemm_pack_, sgemm_compute_): nothing to compare here")
@@ -164,6 +176,49 @@ def projection(args) -> int:
     base = times["compiled"]
     for name, median in times.items():
         print(f"{name:16s} {median * 1e3:9.2f} ms  {median / base:5.2f}x  {flop / median / 1e9:6.1f} GFLOP/s")
+    return 0
+
+
+def gradients(args) -> int:
+    """``--gradients``: a layer's input gradient and weight gradient through the compiled product and MKL's bmm."""
+    if not compiled.built():
+        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+        return 1
+    rows, width = args.batch * args.steps, args.gradients
+    gates = 4 * args.hidden + 2 * (args.hidden // args.chunk)
+    g = torch.Generator().manual_seed(0)
+    d, x = torch.randn(1, rows, gates, generator=g), torch.randn(1, rows, width, generator=g)
+    weight = torch.randn(1, gates, width, generator=g)
+
+    def forced(fn, compiled_width: int):
+        def call():
+            before, function.COMPILED_GRAD_WIDTH = function.COMPILED_GRAD_WIDTH, compiled_width
+            try:
+                return fn()
+            finally:
+                function.COMPILED_GRAD_WIDTH = before
+        return call
+
+    kinds = {
+        f"dL/dx[{rows}, {width}] = d W_ih": (lambda: function._input_grad(d, weight), d.double() @ weight.double()),
+        f"dL/dW[{gates}, {width}] = d^T x": (lambda: function._weight_grads(d)(x),
+                                             d.double().transpose(1, 2) @ x.double()),
+    }
+    flop = 2 * rows * width * gates
+    print(f"torch {torch.__version__}, {args.threads} thread(s); d[{rows}, {gates}] (G = 4 H + 2 H / chunk, H "
+          f"{args.hidden}), {flop / 1e9:.2f} GFLOP a product; median CPU time of {args.rounds} rounds x {args.calls} "
+          "calls")
+    for kind, (fn, expected) in kinds.items():
+        ways = {"compiled": forced(fn, 0), "bmm": forced(fn, sys.maxsize)}
+        for name, call in ways.items():
+            if not torch.allclose(call().double(), expected, rtol=1e-4, atol=1e-2):
+                print(f"{name} does not compute {kind}: stopping")
+                return 1
+        times = median_times(ways, args.rounds, args.calls)
+        base = times["bmm"]
+        for name, median in times.items():
+            print(f"{kind:28s} {name:9s} {median * 1e3:9.2f} ms  {median / base:5.2f}x of bmm  "
+                  f"{flop / median / 1e9:6.1f} GFLOP/s")
     return 0
 
 

@@ -1,8 +1,11 @@
-"""The two choices the ON-LSTM's compiled whole loop makes at run time, timed both ways (inference, wall clock).
+"""The choices the ON-LSTM's compiled path makes at run time, timed both ways (wall clock).
 
 * Input projection: in the loop, step by step with the recurrent product, or one large product first
   (``onlstm_tasks.encoders.onlstm.layer_pass.project_in_loop``, forced through ``PROJECT_IN_LOOP``). Printed for the
   NER shapes of scripts/benchmark_encoders.py and for the language model's stack, with what the rule picks.
+* The backward's large products (input and weight gradients over all steps): the compiled product or MKL's bmm
+  (``onlstm_tasks.encoders.onlstm.function.COMPILED_GRAD_WIDTH``: the compiled one for layers at least that wide);
+  forward+backward of the language model's stack and of NER's shapes, with what the rule picks.
 * Where a layer's pieces run with two or more threads: on PyTorch's OpenMP workers (``GOMP_parallel``) or on a thread
   pool of our own (``compiled._PARALLEL`` set to None, as ``ONLSTM_OPENMP=0`` does).
 
@@ -22,7 +25,7 @@ from collections.abc import Callable
 import torch
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import compiled, layer_pass
+from onlstm_tasks.encoders.onlstm import compiled, function, layer_pass
 
 NER = dict(batch=32, steps=40, inputs=128, hidden=256, chunk=8)
 LM = dict(batch=20, steps=70, inputs=400, hidden=[1150, 1150, 400], chunk=10)
@@ -48,6 +51,20 @@ def with_projection(encoder: ONLSTM, x: torch.Tensor, mode: bool | None) -> Call
             encoder(x)
         finally:
             layer_pass.PROJECT_IN_LOOP = before
+    return run
+
+
+def with_grad_width(encoder: ONLSTM, x: torch.Tensor, width: int) -> Callable[[], None]:
+    """A training step (forward+backward, the input's gradient included) with ``COMPILED_GRAD_WIDTH`` at ``width``."""
+    def run() -> None:
+        before, function.COMPILED_GRAD_WIDTH = function.COMPILED_GRAD_WIDTH, width
+        try:
+            with torch.enable_grad():
+                encoder.zero_grad(set_to_none=True)
+                out = encoder(x.detach().requires_grad_())
+                (out.hidden.sum() + out.distances.sum() + out.input_distances.sum()).backward()
+        finally:
+            function.COMPILED_GRAD_WIDTH = before
     return run
 
 
@@ -85,6 +102,17 @@ def main(argv: list[str] | None = None) -> int:
                 got = medians({"in": with_projection(encoder, x, True), "first": with_projection(encoder, x, False),
                                "rule": with_projection(encoder, x, None)}, repeats)
                 print(f"  {name:28s} in the loop {got['in']:8.2f}  first {got['first']:8.2f}  "
+                      f"the rule's choice {got['rule']:8.2f}")
+            print(f"{threads} thread(s): the backward's large products through the compiled product or MKL's bmm "
+                  "(forward+backward, ms)")
+            for name, shape, bi, layers in shapes:
+                encoder = ONLSTM(shape["inputs"], shape["hidden"], shape["chunk"], num_layers=layers,
+                                 bidirectional=bi).train()
+                x = torch.randn(shape["batch"], shape["steps"], shape["inputs"])
+                repeats = args.repeats if shape is NER else max(3, args.repeats // 2)
+                got = medians({"compiled": with_grad_width(encoder, x, 0), "bmm": with_grad_width(encoder, x, 1 << 62),
+                               "rule": with_grad_width(encoder, x, function.COMPILED_GRAD_WIDTH)}, repeats)
+                print(f"  {name:28s} compiled {got['compiled']:8.2f}  bmm {got['bmm']:8.2f}  "
                       f"the rule's choice {got['rule']:8.2f}")
             if threads < 2:
                 continue

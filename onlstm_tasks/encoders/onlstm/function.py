@@ -217,9 +217,9 @@ def _parameter_grads(ctx, grad_h, grad_forget, grad_input, grad_c_last=None):
 def _input_grad(d_flat: torch.Tensor, weight_ih: torch.Tensor) -> torch.Tensor:
     """``d_flat @ weight_ih`` ([K, M, G] x [K, G, D]): through the compiled product (the one the forward projects
     with, :func:`.compiled.project`) for inputs at least :data:`COMPILED_GRAD_WIDTH` wide, else MKL's ``bmm``.
-    Measured on the 2-core AMD EPYC (a throwaway script, one or two runs each; one and two threads): at the language
-    model's widths (D 1150, G 4830 or 1680, 1400 rows) the compiled product took 0.67-0.73x of ``bmm``'s time; at D
-    384-512 0.81-1.08x, at D 400 0.95-1.0x, at NER's D 128-256 1.02-1.13x."""
+    ``python scripts/benchmark_blas_gemm.py --gradients D`` (one thread, CPU time, one run each on the 2-core AMD
+    EPYC) printed 0.72x and 0.76x of ``bmm``'s time at the language model's D 1150 (G 4830 and 1680, 1400 rows),
+    1.06x at D 400, 0.91-1.02x at NER's D 128-512 (G 1088)."""
     dirs, rows, gates = d_flat.shape
     width = weight_ih.size(-1)
     if width < COMPILED_GRAD_WIDTH or not compiled.loop_usable(d_flat):
@@ -233,8 +233,8 @@ def _weight_grads(d_flat: torch.Tensor) -> Callable[..., torch.Tensor]:
     """``grad(b, first=0)`` = ``d_flat[:, first:]^T @ b`` ([K, M - first, G] and [K, M - first, N] -> [K, G, N]): a
     weight gradient. Through the compiled product for ``b`` at least :data:`COMPILED_GRAD_WIDTH` wide, on one
     transposed copy of ``d_flat`` shared by every such call (the product reads rows along M), else MKL's ``bmm``.
-    Measured as :func:`_input_grad` (transposed copy included): at the language model's widths (N 1150) 0.67-0.87x of
-    ``bmm``'s time, at N 400 1.35-1.54x, at NER's N 128-256 1.6-2.1x."""
+    Measured as in :func:`_input_grad` (the transposed copy included): 0.90x and 0.92x of ``bmm``'s time at N 1150,
+    1.47x at N 400, 1.58-2.65x at NER's N 128-512."""
     transposed: list[torch.Tensor] = []
 
     def grad(b: torch.Tensor, first: int = 0) -> torch.Tensor:
