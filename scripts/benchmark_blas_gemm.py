@@ -66,6 +66,18 @@ def median_times(ways: dict, rounds: int, calls: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def compiled_built() -> bool:
+    """Whether the compiled step is built (if not, says so)."""
+    if not compiled.built():
+        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+    return compiled.built()
+
+
+def layer_gates(args) -> int:
+    """G = 4 H + 2 H / chunk."""
+    return 4 * args.hidden + 2 * (args.hidden // args.chunk)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=32, help="rows of h (sentences in the batch)")
@@ -89,13 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     if not all(hasattr(blas, name) for name in ("sgemm_", "sgemm_pack_", "sgemm_compute_", "sgemm_pack_get_size_")):
         print("PyTorch's BLAS has no MKL packed GEMM (sgemm_pack_, sgemm_compute_): nothing to compare here")
         return 1
-    if not compiled.built():
-        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+    if not compiled_built():
         return 1
     blas.sgemm_pack_get_size_.restype = ctypes.c_size_t
 
-    rows, hidden = args.batch, args.hidden
-    gates = 4 * hidden + 2 * (hidden // args.chunk)
+    rows, hidden, gates = args.batch, args.hidden, layer_gates(args)
     rng = np.random.default_rng(0)
     w_hg = rng.standard_normal((hidden, gates), dtype=np.float32)  # row-major [H, G]: column-major [G, H]
     w_gh = np.ascontiguousarray(w_hg.T)  # row-major [G, H], as PyTorch stores weight_hh
@@ -147,11 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def projection(args) -> int:
     """``--projection``: a layer's input projection through the compiled product and through ``torch.baddbmm``."""
-    if not compiled.built():
-        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+    if not compiled_built():
         return 1
-    rows, depth = args.batch * args.steps, args.projection
-    gates = 4 * args.hidden + 2 * (args.hidden // args.chunk)
+    rows, depth, gates = args.batch * args.steps, args.projection, layer_gates(args)
     g = torch.Generator().manual_seed(0)
     x, weight = torch.randn(1, rows, depth, generator=g), torch.randn(1, gates, depth, generator=g)
     bias, scale = torch.randn(1, gates, generator=g), torch.rand(gates, generator=g) + 0.5
@@ -181,11 +189,9 @@ def projection(args) -> int:
 
 def gradients(args) -> int:
     """``--gradients``: a layer's input gradient and weight gradient through the compiled product and MKL's bmm."""
-    if not compiled.built():
-        print("the compiled ON-LSTM step is not built (pip install with a C compiler): nothing to compare here")
+    if not compiled_built():
         return 1
-    rows, width = args.batch * args.steps, args.gradients
-    gates = 4 * args.hidden + 2 * (args.hidden // args.chunk)
+    rows, width, gates = args.batch * args.steps, args.gradients, layer_gates(args)
     g = torch.Generator().manual_seed(0)
     d, x = torch.randn(1, rows, gates, generator=g), torch.randn(1, rows, width, generator=g)
     weight = torch.randn(1, gates, width, generator=g)
