@@ -389,7 +389,7 @@ class FusedBackwardSteps:
         if not (len(loops) > 1 and _PARALLEL
                 and _LIB.onlstm_backward_team(_PARALLEL, self._ref, loops, len(loops), last_carry) == 0):
             _run_pieces(_LIB.onlstm_backward_loop, [(self._ref, ctypes.byref(lp), last_carry) for lp in loops])
-        sums = loops._keep[-1]  # [pieces, K, G]: each piece's rows
+        sums = loops.bias_sums  # [pieces, K, G]: each piece's rows
         return sums[0] if len(sums) == 1 else sums.sum(0)
 
 
@@ -444,7 +444,7 @@ def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scrat
     """The C ``loop`` structs of a layer's pieces (see :func:`loop_pieces`) in one array, each with its own scratch;
     the tensors they point into (with ``keep``) are kept alive on the array (``_keep``). ``weight``:
     :func:`packed`; ``forward``: the fields only the forward reads (its input projection); ``bias_gates``: G for
-    a backward that sums the bias gradient, into zeros [pieces, K, G] (one [K, G] per piece, last in ``_keep``)."""
+    a backward that sums the bias gradient, into zeros [pieces, K, G] (one [K, G] per piece: ``bias_sums``)."""
     if weight.dtype != torch.float32 or not weight.is_contiguous() or weight.dim() != 2 or weight.size(0) != dirs:
         raise ValueError("the compiled loop reads packed float32 weights, one row per direction")
     rows = torch.tensor(rows_at[:stop], dtype=torch.int64)
@@ -456,7 +456,8 @@ def _loops(weight: torch.Tensor, rows_at: list[int], stop: int, dirs: int, scrat
               k_begin=k_begin, k_end=k_end, r_begin=r_begin, r_end=r_end, scratch=buf.data_ptr(),
               copy=buf[scratch:].data_ptr(), d_bias=None if sums is None else sums[i].data_ptr(), **(forward or {}))
         for i, ((k_begin, k_end, r_begin, r_end), buf) in enumerate(zip(pieces, bufs))))
-    loops._keep = (weight, rows, bufs, keep, sums)
+    loops._keep = (weight, rows, bufs, keep)
+    loops.bias_sums = sums
     return loops
 
 

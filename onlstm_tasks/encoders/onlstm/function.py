@@ -220,13 +220,9 @@ def _input_grad(d_flat: torch.Tensor, weight_ih: torch.Tensor) -> torch.Tensor:
     ``python scripts/benchmark_blas_gemm.py --gradients D`` (one thread, CPU time, one run each on the 2-core AMD
     EPYC) printed 0.72x and 0.76x of ``bmm``'s time at the language model's D 1150 (G 4830 and 1680, 1400 rows),
     1.06x at D 400, 0.91-1.02x at NER's D 128-512 (G 1088)."""
-    dirs, rows, gates = d_flat.shape
-    width = weight_ih.size(-1)
-    if width < COMPILED_GRAD_WIDTH or not compiled.loop_usable(d_flat):
+    if not _compiled_for(weight_ih):
         return torch.bmm(d_flat, weight_ih)
-    out = d_flat.new_empty(dirs, rows, width)
-    compiled.project(out, d_flat, compiled.packed(weight_ih), d_flat.new_zeros(dirs, width))
-    return out
+    return _compiled_product(d_flat, weight_ih)
 
 
 def _weight_grads(d_flat: torch.Tensor) -> Callable[..., torch.Tensor]:
@@ -238,17 +234,27 @@ def _weight_grads(d_flat: torch.Tensor) -> Callable[..., torch.Tensor]:
     transposed: list[torch.Tensor] = []
 
     def grad(b: torch.Tensor, first: int = 0) -> torch.Tensor:
-        d = d_flat[:, first:]
-        dirs, width = b.size(0), b.size(-1)
-        if width < COMPILED_GRAD_WIDTH or not compiled.loop_usable(d):
-            return torch.bmm(d.transpose(1, 2), b)
+        if not _compiled_for(b):
+            return torch.bmm(d_flat[:, first:].transpose(1, 2), b)
         if not transposed:
             transposed.append(d_flat.transpose(1, 2).contiguous())  # [K, G, M]
-        out = b.new_empty(dirs, d_flat.size(-1), width)
-        compiled.project(out, transposed[0][:, :, first:], compiled.packed(b), b.new_zeros(dirs, width))
-        return out
+        return _compiled_product(transposed[0][:, :, first:], b)
 
     return grad
+
+
+def _compiled_for(right: torch.Tensor) -> bool:
+    """Whether a product with ``right`` [K, depth, N] as its right factor goes through the compiled product: N at
+    least :data:`COMPILED_GRAD_WIDTH` and the compiled loop usable for its tensors."""
+    return right.size(-1) >= COMPILED_GRAD_WIDTH and compiled.loop_usable(right)
+
+
+def _compiled_product(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """``left @ right`` ([K, M, depth] with contiguous rows, [K, depth, N]) through :func:`.compiled.project`."""
+    dirs, width = right.size(0), right.size(-1)
+    out = left.new_empty(dirs, left.size(1), width)
+    compiled.project(out, left, compiled.packed(right), left.new_zeros(dirs, width))
+    return out
 
 
 def _rows_by_row(buf: torch.Tensor) -> torch.Tensor:
