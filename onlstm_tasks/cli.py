@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
-import inspect
 import logging
-import re
 import signal
 import sys
 
 from pathlib import Path
 
+import torch
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -20,7 +18,9 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from . import __version__
 from .callbacks.final_validation import ValidateLastStep
 from .callbacks.resume import resume_from_last
+from .config_messages import short_parser_message, short_union_message
 from .data.checkpoint_file import read_checkpoint_file
+from .known_warnings import quiet_known_warnings
 from .errors import ConfigError, debug_requested, find_user_error, report_user_error
 from .tasks.loading import task_model_class
 
@@ -42,57 +42,8 @@ class TasksArgumentParser(LightningArgumentParser):
     def error(self, message: str, ex: Exception | None = None):
         if not self.exit_on_error:
             return super().error(message, ex)
-        raise ConfigError(short_parser_message(message, self)) from ex
-
-
-def _accepted_keys(class_path: str) -> list[str]:
-    """The constructor arguments of the class at ``class_path`` (empty when it cannot be imported)."""
-    module, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(__import__(module, fromlist=[name]), name)
-        params = inspect.signature(cls).parameters.values()
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return []
-    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-
-def _did_you_mean(key: str, accepted: list[str]) -> str:
-    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else (f" (accepted: {', '.join(accepted)})" if accepted else "")
-
-
-def short_parser_message(message: str, parser=None) -> str:
-    """jsonargparse's error (a nested report of every Union subtype tried, with the whole given value, e.g. a
-    vocabulary of thousands of words) cut to what the user must change."""
-    option = re.search(r"Option '([^']+)' is not accepted", message)
-    class_paths = re.findall(r"class_path(?:=| )'([^']+)'", message)
-    if option and class_paths:
-        key, class_path = option.group(1), class_paths[-1]
-        parents = re.findall(r'Parser key "([^"]+)"', message)
-        where = ".init_args.".join(parents) + ".init_args" if parents else class_path
-        return (f"unknown key `{key}` in {where} ({class_path.rsplit('.', 1)[-1]})"
-                f"{_did_you_mean(key, _accepted_keys(class_path))}")
-    unknown = re.search(r"(?:Key '|Unrecognized arguments: -*)([\w.]+)", message)
-    if unknown:
-        key = unknown.group(1)
-        accepted = [a.dest for a in getattr(parser, "_actions", []) if a.dest and a.dest != "help"]
-        parent, _, leaf = key.rpartition(".")
-        siblings = [a.rpartition(".")[2] for a in accepted if a.rpartition(".")[0] == parent]
-        close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
-        hint = f"; did you mean `{parent + '.' if parent else ''}{close[0]}`?" if close else ""
-        return f"unknown key `{key}`{hint}"
-    return short_union_message(message)
-
-
-def short_union_message(message: str) -> str:
-    """The innermost reasons of a jsonargparse Union report, without the ``Given value`` dumps."""
-    reasons = [line.strip(" -") for line in message.splitlines()
-               if line.strip().startswith("- ") and "Expected a <class 'NoneType'>" not in line
-               and "Does not validate" not in line]
-    reasons = [r for r in reasons if "Problem with given class_path" not in r] or reasons
-    first = message.strip().splitlines()[0] if message.strip() else "invalid configuration"
-    text = "; ".join(dict.fromkeys(reasons)) if reasons else first
-    return text if len(text) <= 300 else text[:297] + "..."
+        options = [a.dest for a in self._actions if a.dest and a.dest != "help"]
+        raise ConfigError(short_parser_message(message, options)) from ex
 
 
 def _node(config, dotted: str):
@@ -175,6 +126,7 @@ class TasksCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
         if sub:  # sizes a class can check from its arguments alone fail here, before any data is read
+            check_accelerator(self.config[sub].get("trainer"))
             check_init_args(self.config[sub].get("model"), f"{sub}.model")
         if sub == "fit":
             resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
@@ -248,6 +200,22 @@ class TasksCLI(LightningCLI):
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 
+def check_accelerator(trainer) -> None:
+    """Refuses ``--trainer.accelerator gpu|cuda|mps`` on a machine without one, in one line and before any data is
+    read (Lightning would say so only after the data module and the model were built, in a long traceback)."""
+    accelerator = trainer.get("accelerator") if trainer is not None else None
+    if not isinstance(accelerator, str):
+        return
+    name = accelerator.lower()
+    if name in ("gpu", "cuda") and not torch.cuda.is_available():
+        found = "this PyTorch build has no CUDA" if torch.version.cuda is None else "torch.cuda.is_available() is False"
+        raise ConfigError(f"--trainer.accelerator {accelerator}: no CUDA GPU here ({found}); use --trainer.accelerator "
+                          "cpu, or auto to take a GPU only where there is one")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"--trainer.accelerator {accelerator}: no Apple MPS device here; use --trainer.accelerator "
+                          "cpu, or auto to take one only where there is one")
+
+
 def check_init_args(node, where: str) -> None:
     """Calls ``check_init_args(init_args)`` of every class of the package named in a parsed config that has one
     (e.g. :meth:`ONLSTM.check_init_args`), so a size error is one line before the data is read (the model is built
@@ -301,6 +269,7 @@ def main(args: list[str] | None = None) -> None:
     line ``error: <file>:<line>: <what> (<what to do>)`` and exit with code 2; ``--debug`` (or
     ``ONLSTM_TASKS_DEBUG=1``) shows their traceback. Any other exception is a bug and keeps its traceback."""
     show_package_logs()
+    quiet_known_warnings()
     debug, argv = debug_requested(list(sys.argv[1:] if args is None else args))
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")

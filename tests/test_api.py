@@ -52,6 +52,7 @@ def data_of(ckpt: Path) -> dict:
 
 
 # ---- CLI predict and Python give identical records ---------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_predict_and_python_give_identical_records(tmp_path):
     lines = [" ".join(line.split()[0] for line in block.splitlines())
              for block in (sample_path("ner") / "test.txt").read_text().strip().split("\n\n")][:20]

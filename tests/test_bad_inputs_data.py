@@ -142,7 +142,8 @@ def test_a_type_cut_mid_tag_is_a_warning_naming_file_and_line(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="onlstm_tasks"):
         dm.setup("fit")
     lines = [r.getMessage() for r in caplog.records if "prefix of" in r.getMessage()]
-    assert lines == [f"{tmp_path / 'train.txt'}:25: entity type 'MI' (token 3 of the sentence) occurs once in "
+    # line 27 holds the tag (the sentence starts on line 25)
+    assert lines == [f"{tmp_path / 'train.txt'}:27: entity type 'MI' (token 3 of the sentence) occurs once in "
                      "training and is a prefix of 'MISC': a file cut mid-tag? (fix the tag if so)"]
 
 

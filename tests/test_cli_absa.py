@@ -41,6 +41,7 @@ def _plain_argv(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", ["TargetDependentHead", "TargetConnectionHead", "AspectAttentionHead",
                                   "AspectPoolingHead"])
 def test_fit_test_predict_with_every_head(tmp_path, capsys, head):

@@ -46,6 +46,7 @@ PREDICT_TEXT = [
 ]
 
 
+@pytest.mark.slow
 def test_fit_test_and_predict_without_training_data(tmp_path, capsys):
     # two full epochs of the bundled sample (a few seconds) so that the scores and the predictions are not empty
     config = tiny_ner_config(tmp_path, limit_train_batches=1.0)

@@ -404,6 +404,9 @@ def test_predict_scores_each_line_and_gives_its_induced_tree(tmp_path, bi_checkp
                                      "Zelda saw 1999 cats\n")
     main(["predict", "--config", str(config), "--ckpt_path", str(bi_checkpoint / "ckpt" / "best.ckpt")])
     records = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    # one record per input line: the blank second line too
+    assert records[1] == {"text": "", "tokens": [], "empty": True}
+    records = records[:1] + records[2:]
     assert [r["tokens"] for r in records] == [["the", "cat", "saw", "a", "dog", "."],
                                               "a dog saw the cat by the river .".split(), ["the"] * 4,
                                               ["Zelda", "saw", "1999", "cats"]]  # as written, not <unk> / 0000

@@ -353,7 +353,8 @@ def test_raw_prediction_file_offsets_slice_the_text(tmp_path) -> None:
     lines = ["Dr. Ann Lee visited the U.S. on 3.5 days' notice.", "", "  (Quandor Bank) said: \"no\"  ", "Ok"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     examples = read_prediction_file(str(path), pretokenized=False)
-    assert [ex.line for ex in examples] == [1, 3, 4]
+    assert [ex.line for ex in examples] == [1, 2, 3, 4]  # every line, the empty one too (no words)
+    assert examples[1].words == () and examples[1].text == ""
     for ex in examples:
         assert ex.source == str(path) and ex.text == lines[ex.line - 1]
         assert [ex.text[a:b] for a, b in ex.offsets] == list(ex.words)
@@ -366,8 +367,8 @@ def test_pretokenized_prediction_file(tmp_path) -> None:
     path = tmp_path / "tokens.txt"
     path.write_text("New  York\tis a a city .\n\nx\n", encoding="utf-8")
     examples = read_prediction_file(str(path), pretokenized=True)
-    assert [ex.words for ex in examples] == [("New", "York", "is", "a", "a", "city", "."), ("x",)]
-    assert [ex.line for ex in examples] == [1, 3]
+    assert [ex.words for ex in examples] == [("New", "York", "is", "a", "a", "city", "."), (), ("x",)]
+    assert [ex.line for ex in examples] == [1, 2, 3]
     for ex in examples:
         assert [ex.text[a:b] for a, b in ex.offsets] == list(ex.words)
     assert examples[0].offsets[3:5] == ((13, 14), (15, 16))  # a repeated token gets its own position

@@ -80,7 +80,7 @@ class Predictor:
         with torch.inference_mode():
             for batch_idx, batch in enumerate(tqdm(loader, desc="predict", unit="batch", disable=not show)):
                 outputs.append(self.model.predict_step(move_data_to_device(batch, device), batch_idx))
-        return prediction_records(outputs, datamodule.examples("predict"))
+        return prediction_records(outputs, datamodule.examples("predict"), getattr(self.model, "empty_record", None))
 
     def to(self, device: str | torch.device) -> Predictor:
         self.model.to(device)
@@ -164,8 +164,6 @@ class LanguageModelPredictor(Predictor):
         examples = []
         for number, sentence in enumerate(sentences, start=1):
             words = sentence.split() if isinstance(sentence, str) else list(sentence)
-            if not words:
-                raise ValueError(f"input {number}: an empty sentence")
             text = sentence if isinstance(sentence, str) else " ".join(words)
             examples.append(Example(words=tuple(words), text=text, source=SOURCE, line=number))
         return self.predict_examples(examples, batch_size, progress)

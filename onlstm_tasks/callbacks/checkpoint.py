@@ -79,6 +79,16 @@ class ResumableCheckpoint(ModelCheckpoint):
                             type(exception).__name__, trainer.global_step, self.last_model_path)
         super().on_exception(trainer, pl_module, exception)  # Lightning's save_on_exception, if asked for
 
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        self._fitting = stage == "fit"
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restores the top-k bookkeeping only when fitting (``fit --ckpt_path``): ``test``/``predict`` of a
+        checkpoint use none of it, and Lightning would warn there that the run's folder has changed."""
+        if getattr(self, "_fitting", True):
+            super().load_state_dict(state_dict)
+
     # -- what else last.ckpt carries ------------------------------------------------------------------------------
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         super().on_save_checkpoint(trainer, pl_module, checkpoint)

@@ -14,7 +14,8 @@ log = logging.getLogger(__name__)
 
 
 class JsonlPredictionWriter(BasePredictionWriter):
-    """One JSON object per input sentence.
+    """One JSON object per input sentence (per line of the predict file: an empty line gives a record with
+    ``"empty": true``).
 
     Each task's ``predict_step`` returns a list of dicts with an ``index`` (position of the example in the
     predict split), turned into records by :func:`~onlstm_tasks.callbacks.records.prediction_records` (as the
@@ -29,10 +30,13 @@ class JsonlPredictionWriter(BasePredictionWriter):
         self.output = output
 
     def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
-        records = prediction_records(predictions, trainer.datamodule.examples("predict"))
+        records = prediction_records(predictions, trainer.datamodule.examples("predict"),
+                                     getattr(pl_module, "empty_record", None))
         path = Path(self.output) if self.output else Path(trainer.default_root_dir) / "predictions.jsonl"
         if trainer.world_size > 1:
             path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")
+            if trainer.global_rank:  # the records of empty lines are rank 0's
+                records = [r for r in records if not r.get("empty")]
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as f:
             for record in records:

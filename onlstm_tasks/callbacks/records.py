@@ -4,13 +4,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
-def prediction_records(batches: Iterable[Sequence[dict]], examples: Sequence) -> list[dict]:
-    """The records of every row of ``batches`` (each row has the ``index`` of its example), in input order."""
-    rows = sorted((row for batch in batches for row in batch), key=lambda r: r["index"])
-    return [prediction_record(row, examples[row["index"]]) for row in rows]
+def prediction_records(batches: Iterable[Sequence[dict]], examples: Sequence,
+                       empty: Mapping | None = None) -> list[dict]:
+    """One record per example, in input order: each row of ``batches`` (a row has the ``index`` of its example),
+    and for an example without words (an empty input line, never batched) ``{"text": ..., **empty, "empty": true}``
+    (``empty``: the task's fields of a record, empty: ``model.empty_record``)."""
+    rows = {row["index"]: row for batch in batches for row in batch}
+    records = []
+    for index, example in enumerate(examples):
+        if index in rows:
+            records.append(prediction_record(rows[index], example))
+        elif not len(example):
+            records.append({"text": example.text, "tokens": [], **(empty or {}), "empty": True})
+    return records
 
 
 def prediction_record(row: dict, example) -> dict:

@@ -16,7 +16,8 @@ def peak_rss_mb() -> float:
 
 
 class EpochResources(Callback):
-    """Logs ``epoch_seconds`` (training part of the epoch), ``train_tokens_per_second`` and ``peak_rss_mb``."""
+    """Logs ``epoch_seconds`` (training part of the epoch), ``train_tokens_per_second`` and ``peak_rss_mb``; under
+    DDP the slowest process's seconds, the tokens per second of all processes together and the largest peak."""
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self._start, self._tokens = time.perf_counter(), 0
@@ -26,5 +27,7 @@ class EpochResources(Callback):
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         seconds = time.perf_counter() - self._start
-        pl_module.log_dict({"epoch_seconds": seconds, "train_tokens_per_second": self._tokens / seconds,
-                            "peak_rss_mb": peak_rss_mb()}, rank_zero_only=True)
+        # under DDP: the slowest process's time, every process's tokens, the largest process's memory
+        pl_module.log("epoch_seconds", seconds, sync_dist=True, reduce_fx="max")
+        pl_module.log("train_tokens_per_second", self._tokens / seconds, sync_dist=True, reduce_fx="sum")
+        pl_module.log("peak_rss_mb", peak_rss_mb(), sync_dist=True, reduce_fx="max")

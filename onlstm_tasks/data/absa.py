@@ -49,11 +49,14 @@ class AspectBatch:
 def read_aspect_prediction_file(path: str) -> list[Example]:
     """JSON lines ``{"text": ..., "aspect": ...}``, the aspect located by an optional ``"ordinal"``
     (0-based occurrence in the text, default 0) or by ``"from"``/``"to"`` character offsets (checked
-    against the aspect). Texts are tokenised as in training; ``line`` is the 1-based line number."""
+    against the aspect). Texts are tokenised as in training; ``line`` is the 1-based line number. Blank lines
+    (JSON lines allows them) are skipped and counted in the log: each record repeats its ``text`` and ``term``."""
     lines = read_lines(path, 'JSON lines {"text": ..., "aspect": ...}')
     collector = AspectCollector(path, keep_conflict=True)
+    blank = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
+            blank += 1
             continue
         try:
             row = json.loads(line)
@@ -62,6 +65,8 @@ def read_aspect_prediction_file(path: str) -> list[Example]:
         add_aspect_row(collector, row, path, number)
     if not collector.examples:
         raise DataFormatError(path, None, 'expected at least one line {"text": ..., "aspect": ...}')
+    if blank:
+        log.info("%s: %d blank line(s) skipped", path, blank)
     return collector.examples
 
 

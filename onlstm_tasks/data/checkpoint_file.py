@@ -23,6 +23,12 @@ from onlstm_tasks.errors import CheckpointError
 _checked: set[tuple[str, int, int]] = set()
 
 
+# why a file torch cannot load is refused, in plain words (the loader's own reason, e.g. "Unsupported operand 39",
+# says nothing to a user; --debug shows it in the traceback)
+UNREADABLE = ("its bytes are not a file saved by torch.save: damaged, cut short, or another kind of file; give a "
+              ".ckpt that onlstm-tasks fit wrote")
+
+
 def not_a_checkpoint(path: str | os.PathLike, reason: str) -> CheckpointError:
     return CheckpointError(f"not a checkpoint: {path} ({reason})")
 
@@ -45,9 +51,9 @@ def read_checkpoint_file(path: str | os.PathLike, weights_only: bool = True) -> 
                 f"{path}: the checkpoint holds Python objects beyond plain values (e.g. factories in its "
                 "hyper-parameters); load it with trust=True (--trust-checkpoint) only if you made it yourself"
             ) from None
-        raise not_a_checkpoint(path, _first_reason(message)) from None
+        raise not_a_checkpoint(path, UNREADABLE) from err
     except Exception as err:  # noqa: BLE001 - whatever a loader trips on in a file that is not a checkpoint
-        raise not_a_checkpoint(path, f"{type(err).__name__}: {_first_reason(str(err))}") from None
+        raise not_a_checkpoint(path, UNREADABLE) from err
     if not isinstance(checkpoint, dict):
         raise not_a_checkpoint(path, f"it holds a {type(checkpoint).__name__}, not a dict of weights")
     state = checkpoint.get("state_dict")
@@ -71,12 +77,3 @@ def check_finite(path: str | os.PathLike, state: dict[str, Any]) -> None:
         more = f" and {len(bad) - 1} more parameter(s)" if len(bad) > 1 else ""
         raise CheckpointError(f"{path}: parameter {bad[0]} holds {n_bad} NaN/inf value(s){more}: the weights are "
                               "broken (training diverged?); use an earlier checkpoint")
-
-
-def _first_reason(message: str) -> str:
-    """The first line of a loader's message, without torch's advice to load unsafely."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    keep = [line for line in lines if "weights_only" not in line and "torch.load" not in line
-            and not line.lower().startswith(("please", "check the", "in pytorch"))]
-    reason = (keep or ["unreadable"])[0].split(". ")[0]
-    return reason if len(reason) <= 160 else reason[:157] + "..."

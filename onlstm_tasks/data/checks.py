@@ -74,6 +74,8 @@ def warn_cut_types(train: Sequence[Example], log: logging.Logger) -> list[str]:
         if n == 1 and longer:
             ex, position = first[kind]
             source, line = where(ex)
+            if ex.token_lines is not None:  # the line of the tag itself, not the sentence's first
+                line = ex.token_lines[position - 1]
             message = (f"{source}:{line}: entity type {kind!r} (token {position} of the sentence) occurs "
                        f"once in training and is a prefix of {longer[0]!r}: a file cut mid-tag? (fix the tag if so)")
             log.warning("%s", message)

@@ -35,10 +35,12 @@ class Example:
     line: int = 0
     sentence_id: str | None = None
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+    # the line of each token, for formats with a line per token (column files, CoNLL-X/U, raw CoNLL-2012)
+    token_lines: tuple[int, ...] | None = field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         n = len(self.words)
-        for name in ("tags", "pos", "heads", "deprels", "offsets"):
+        for name in ("tags", "pos", "heads", "deprels", "offsets", "token_lines"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(

@@ -173,7 +173,8 @@ class LanguageModelDataModule(TaskDataModule):
 
     def examples(self, split: str) -> list[Example]:
         """The lines of ``predict_file`` (``split="predict"``, the only split kept as examples: the prediction
-        writer reads their text), one sentence each, blank lines skipped and counted."""
+        writer reads their text), one sentence each; a blank line is an example without words (its record says
+        ``"empty": true``), so output record N is input line N."""
         if split != "predict":
             raise ValueError(f"only the predict split is kept as examples, not {split!r}")
         return super().examples(split)
@@ -181,11 +182,9 @@ class LanguageModelDataModule(TaskDataModule):
     def _read_predict_file(self, path: str) -> list[Example]:
         lines = read_lines(path, "one sentence per line")
         examples = [Example(words=tuple(line.split()), text=line, source=path, line=number)
-                    for number, line in enumerate(lines, start=1) if line.split()]
-        if not examples:
+                    for number, line in enumerate(lines, start=1)]
+        if not any(len(ex) for ex in examples):
             raise DataFormatError(path, None, "expected at least one non-blank line")
-        if len(examples) < len(lines):
-            log.info("%s: %d blank line(s) skipped", path, len(lines) - len(examples))
         return examples
 
     def vocabulary(self) -> Vocabulary:
@@ -230,8 +229,11 @@ class LanguageModelDataModule(TaskDataModule):
         eos = vocab.index(EOS)
         if self.hparams.mode == "stream" and split != "predict":
             return [[*s, eos] for s in ids]
-        # framed sentences (pieces of at most max_length words; predict scores each line whole)
-        limit = max(len(s) for s in ids) if split == "predict" else self.hparams.max_length
+        if split == "predict":  # each line whole, framed; a blank line an empty item (never batched)
+            self._words[split] = [[EOS, *s, EOS] if s else [] for s in sentences]
+            return [[eos, *s, eos] if s else [] for s in ids]
+        # framed sentences (pieces of at most max_length words)
+        limit = self.hparams.max_length
         long = sum(len(s) > limit for s in ids)
         if long:
             log.info("%s: %d sentence(s) longer than max_length=%d words were cut into pieces", split, long, limit)

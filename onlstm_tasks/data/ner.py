@@ -72,6 +72,7 @@ def split_long(example: Example, max_length: int, heads: bool = True) -> list[Ex
             heads=None if tree is None else tuple(slice_heads(tree, start, end)),
             parse_tree=None, offsets=None, sentence_id=f"{example.sentence_id or example.line}[{start}:{end}]",
             meta={**example.meta, "cut_from": (example, start, end)},
+            token_lines=None if example.token_lines is None else example.token_lines[start:end],
         ))
         start = end
     return pieces
@@ -102,29 +103,26 @@ def split_trees(examples: list[Example]) -> tuple[list[list[int]] | None, int]:
 
 def prediction_example(line: str, pretokenized: bool, source: str = "", number: int = 0) -> Example:
     """One input sentence: raw text (tokenised as in training, with character offsets) or, ``pretokenized``,
-    tokens separated by spaces/tabs (their offsets in the line)."""
+    tokens separated by spaces/tabs (their offsets in the line). An empty line gives an example without words: it
+    is not run through the model, and its record says ``"empty": true`` (one record per input line)."""
     if pretokenized:
-        words, offsets, pos = split_fields(line), [], 0
+        words, offsets, pos = (split_fields(line) if line.strip(" \t") else []), [], 0
         for w in words:
             start = line.index(w, pos)
             offsets.append((start, start + len(w)))
             pos = start + len(w)
     else:
         words, offsets = tokenize(line)
-    if not words:
-        raise DataFormatError(source, number, f"no token in {line!r}")
     return Example(words=tuple(words), text=line, offsets=tuple(offsets), source=source, line=number)
 
 
 def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
-    """One sentence per line: raw text (tokenised here, with character offsets) or space-separated tokens."""
+    """One sentence per line: raw text (tokenised here, with character offsets) or space-separated tokens. Every
+    line is an example, an empty one too (its record says ``"empty": true``), so output record N is input line N."""
     # as the column readers: UTF-8 with an optional BOM, only \n ends a line, tokens split at spaces/tabs only
     lines = read_lines(path, "one sentence per line")
-    examples = []
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            examples.append(prediction_example(line, pretokenized, path, number))
-    if not examples:
+    examples = [prediction_example(line, pretokenized, path, number) for number, line in enumerate(lines, start=1)]
+    if not any(len(ex) for ex in examples):
         raise DataFormatError(path, None, "expected at least one non-empty line (one sentence per line)")
     return examples
 

@@ -22,6 +22,9 @@ class BucketBatchSampler:
     process: a process without any batch would skip its whole evaluation loop and leave the others waiting for it
     in the metrics' all-gather. Evaluation therefore needs at least as many examples as processes (or none).
 
+    An item of length 0 (an empty input line of ``predict``, kept so that output record N is input line N) is in
+    no batch: there is nothing to run the model on.
+
     Resumable: the order is a pure function of ``(seed, epoch)`` and is computed when iteration starts (after
     Lightning's ``set_epoch``), so :meth:`load_state_dict` (``{"epoch": e, "batches_done": n}``) makes the next
     iteration continue epoch ``e`` at its batch ``n``: a run resumed mid-epoch sees the batches an
@@ -32,6 +35,7 @@ class BucketBatchSampler:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.lengths = list(lengths)
+        self._items = [i for i, n in enumerate(self.lengths) if n > 0]  # what is batched
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.epoch = 0
         self._skip = 0  # batches of ``self.epoch`` already done before a restore; used by the next iteration only
@@ -59,8 +63,8 @@ class BucketBatchSampler:
 
     def _all_batches(self, world: int) -> list[list[int]]:
         rng = random.Random(self.seed + self.epoch)
-        keys = [(n, rng.random() if self.shuffle else i) for i, n in enumerate(self.lengths)]
-        order = sorted(range(len(self.lengths)), key=keys.__getitem__)
+        keys = {i: (self.lengths[i], rng.random() if self.shuffle else i) for i in self._items}
+        order = sorted(self._items, key=keys.__getitem__)
         if self._needs_one_batch_per_process(world):
             # contiguous runs of the sorted order, sizes differing by at most one, none empty (len(order) >= world)
             return [order[r * len(order) // world : (r + 1) * len(order) // world] for r in range(world)]
@@ -71,7 +75,7 @@ class BucketBatchSampler:
 
     def _needs_one_batch_per_process(self, world: int) -> bool:
         """Evaluation under DDP with fewer batches than processes (but some examples): cut one batch per process."""
-        n = len(self.lengths)
+        n = len(self._items)
         if self.shuffle or world == 1 or n == 0 or -(-n // self.batch_size) >= world:
             return False
         if n < world:
@@ -97,7 +101,7 @@ class BucketBatchSampler:
 
     def __len__(self) -> int:
         world, rank = process_world()
-        n = world if self._needs_one_batch_per_process(world) else -(-len(self.lengths) // self.batch_size)
+        n = world if self._needs_one_batch_per_process(world) else -(-len(self._items) // self.batch_size)
         if world == 1:
             return n
         if self.shuffle:

@@ -28,10 +28,12 @@ import time
 from collections.abc import Sequence
 
 import lightning.pytorch as pl
+import torch
 
 from onlstm_tasks.data.common import word_options
 from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.probing.scoring import read_ontonotes_gold, read_ptb_gold, score_distances
+from onlstm_tasks.tasks.gathered import log_gathered
 from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS, DISTANCE_GATES
 
 log = logging.getLogger(__name__)
@@ -120,9 +122,9 @@ class TreeF1Monitor(pl.Callback):
         datamodule = getattr(trainer, "datamodule", None)
         hparams = dict(datamodule.hparams) if datamodule is not None and hasattr(datamodule, "hparams") else None
         results = self.scores(pl_module, hparams)
-        # every process computes the same numbers from the same weights: no reduction needed
+        # every process computes the same numbers from the same weights
         for key, value in results.items():
-            pl_module.log(key, value, prog_bar=key == self.prefix, rank_zero_only=False, sync_dist=False)
+            log_gathered(pl_module, key, torch.tensor(value), prog_bar=key == self.prefix)
         best = max((k for k in results if k != self.prefix), key=results.get)
         log.info("TreeF1Monitor: best %s = %.2f (%s), %.1f s", self.prefix, results[self.prefix], best,
                  time.perf_counter() - started)

@@ -28,6 +28,7 @@ from onlstm_tasks.modules.language_model import (
     token_nll,
 )
 from onlstm_tasks.modules.lm_softmax import check_softmax
+from onlstm_tasks.tasks.gathered import log_gathered
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
@@ -73,6 +74,7 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
     """
 
     sentence_frame = ((EOS,), (EOS,))
+    empty_record: dict = {}  # a blank input line's record is its text, no tokens and "empty": true
 
     def __init__(
         self,
@@ -189,10 +191,10 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
             scores = metric.compute()  # pooled over every process's tokens
             metric.reset()
             if direction == "both":
-                self.log(f"{stage}_ppl", scores["ppl"].float(), prog_bar=True, rank_zero_only=False)
-                self.log(f"{stage}_nll", scores["nll"].float(), rank_zero_only=False)
+                log_gathered(self, f"{stage}_ppl", scores["ppl"].float(), prog_bar=True)
+                log_gathered(self, f"{stage}_nll", scores["nll"].float())
             else:
-                self.log(f"{stage}_ppl_{direction}", scores["ppl"].float(), rank_zero_only=False)
+                log_gathered(self, f"{stage}_ppl_{direction}", scores["ppl"].float())
 
     def predict_step(self, batch, batch_idx):
         out = self.net(batch.tokens)

@@ -17,6 +17,7 @@ from onlstm_tasks.encoders.base import EncoderFactory, SequenceEncoder
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
+from onlstm_tasks.tasks.gathered import log_gathered
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.lm_trees import attach_lm_trees
@@ -53,6 +54,8 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and encoder over raw token lists.
     """
+
+    empty_record = {"tags": [], "entities": []}  # the prediction of an empty input line (with "empty": true)
 
     def __init__(
         self,
@@ -129,7 +132,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         scores = metric.compute()
         metric.reset()
         for key, value in scores.items():
-            self.log(f"{prefix}_{key}", value, prog_bar=key == "f1", rank_zero_only=False)
+            log_gathered(self, f"{prefix}_{key}", value, prog_bar=key == "f1")
 
     def predict_step(self, batch, batch_idx):
         """Per sentence: tokens, IOB2 tags, entities and (ON-LSTM encoders) the induced ``tree`` and ``heads``."""

@@ -24,7 +24,8 @@ def read_lines(path: str | Path, expected: str) -> list[str]:
     """The file's lines (no line ends), decoded strictly as UTF-8 (a leading BOM is dropped).
 
     Only ``\\n`` (and ``\\r\\n``) end a line: ``str.splitlines`` would also split inside tokens on
-    U+2028, U+0085, form feeds etc. Raises DataFormatError for an empty file or bytes that are not UTF-8.
+    U+2028, U+0085, form feeds etc.; the ``\\n`` that ends the last line starts no further (empty) line. Raises
+    DataFormatError for an empty file or bytes that are not UTF-8.
     """
     data = Path(path).read_bytes()
     if not data.strip():
@@ -37,7 +38,10 @@ def read_lines(path: str | Path, expected: str) -> list[str]:
         raise DataFormatError(
             str(path), line, f"expected UTF-8 text, found byte 0x{data[err.start]:02x} at column {column}"
         ) from None
-    return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    return lines
 
 
 def blocks(lines: list[str]) -> Iterator[list[Row]]:

@@ -56,7 +56,7 @@ def read_columns(
         examples.append(Example(
             words=tuple(cols[0] for _, cols in rows), tags=tuple(tags),
             pos=None if pos_column is None else tuple(cols[pos_column] for _, cols in rows),
-            source=source, line=numbers[0],
+            source=source, line=numbers[0], token_lines=tuple(numbers),
         ))
         stats["sentences"] += 1
         stats["tokens"] += len(rows)

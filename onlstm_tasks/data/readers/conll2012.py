@@ -178,6 +178,7 @@ def _sentence(rows: list[Row], source: str, index: int, stats: Stats) -> Example
         words=tuple(words), tags=tuple(tags), pos=tuple(pos),
         parse_tree=None if has_xx else "".join(pieces),  # "XX" marks a token without parse information
         source=source, line=first_line, sentence_id=f"{document_id}/{part}/{index}",
+        token_lines=tuple(number for number, _ in rows),
         meta={"document_id": document_id, "part_id": part, "speaker": None if speaker == "-" else speaker},
     )
 

@@ -102,5 +102,5 @@ def _sentence(block: list[tuple[int, str]], source: str, scheme: str, pos: str, 
         words=tuple(cols[FORM] for _, cols in rows), tags=tuple(tags),
         pos=tuple(cols[UPOS if pos == "upos" else XPOS] for _, cols in rows),
         heads=tuple(heads), deprels=tuple(cols[DEPREL] for _, cols in rows),
-        text=text, source=source, line=first_row, sentence_id=sentence_id,
+        text=text, source=source, line=first_row, sentence_id=sentence_id, token_lines=tuple(numbers),
     )
