@@ -1,242 +1,52 @@
-"""The ``onlstm-tasks`` console script: LightningCLI with the data facts linked into the model."""
+"""The ``onlstm-tasks`` console script: ``fit|validate|test|predict`` through LightningCLI
+(:mod:`onlstm_tasks.lightning_cli`), ``export`` through the Python API, and a help of its own.
+
+Lightning (with torchmetrics, transformers and matplotlib behind it) takes seconds to import, so this module
+imports it only when a subcommand runs: ``onlstm-tasks``, ``--help`` and ``--version`` answer at once.
+"""
 
 from __future__ import annotations
 
-import importlib
 import logging
-import signal
 import sys
 
-from pathlib import Path
-
-import torch
-import yaml
-from jsonargparse import Namespace
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
-from lightning.pytorch.utilities.exceptions import SIGTERMException
-
 from . import __version__
-from .callbacks.final_validation import ValidateLastStep
-from .callbacks.resume import resume_from_last
-from .config_messages import short_parser_message, short_union_message
-from .data.checkpoint_file import read_checkpoint_file
+from .errors import debug_requested, find_user_error, report_user_error
 from .known_warnings import quiet_known_warnings
-from .errors import ConfigError, debug_requested, find_user_error, report_user_error
-from .tasks.loading import task_model_class
 
-log = logging.getLogger(__name__)
+# the subcommands with what each does here (``onlstm-tasks SUBCOMMAND --help`` lists its options)
+SUBCOMMANDS = {
+    "fit": "train a model from a YAML config (--config X.yaml); --ckpt_path last resumes an interrupted run",
+    "validate": "score a checkpoint (--ckpt_path) on the validation split",
+    "test": "score a checkpoint (--ckpt_path) on the test split and print the per-class report",
+    "predict": "tag, classify or score new text with a checkpoint (--ckpt_path, --data.init_args.predict_file)",
+    "export": "write a checkpoint as a save_pretrained folder, optionally pushed to the Hugging Face Hub",
+}
 
-# model hyper-parameters that are facts of the data: linked from the data module (which reads them from the
-# checkpoint for validate/test/predict), so never re-parsed from a checkpoint
-DATA_FACTS = ("word_vocab", "char_vocab", "labels")
-# what each task model trains, for the error of a checkpoint given to another task's config
-# what a checkpoint of each task model is called in messages ("<path> is an aspect-sentiment checkpoint")
-TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect-sentiment", "LanguageModel": "language-model"}
-TASK_ARTICLES = {"NER": "an", "aspect-sentiment": "an", "language-model": "a"}
+HELP = """usage: onlstm-tasks [--version] [--debug] SUBCOMMAND [--config X.yaml] [options]
 
+ON-LSTM (Ordered Neurons LSTM) encoders for named entity recognition, aspect-level sentiment classification and
+language models, trained with PyTorch Lightning on Hugging Face datasets. Every option of a config can be set or
+overridden on the command line (--model.init_args.encoder.init_args.hidden_size 256).
 
-class TasksArgumentParser(LightningArgumentParser):
-    """LightningArgumentParser whose errors are one or two lines (:func:`short_parser_message`), raised as
-    :class:`ConfigError` instead of printing the whole usage; ``--help`` shows the usage as before."""
+subcommands:
+{subcommands}
 
-    def error(self, message: str, ex: Exception | None = None):
-        if not self.exit_on_error:
-            return super().error(message, ex)
-        options = [a.dest for a in self._actions if a.dest and a.dest != "help"]
-        raise ConfigError(short_parser_message(message, options)) from ex
+options:
+  -h, --help     show this help and exit (SUBCOMMAND --help: every option of that subcommand)
+  --version      print the version and exit
+  --debug        show the traceback of a configuration or data error (ONLSTM_TASKS_DEBUG=1 does the same)
 
-
-def _node(config, dotted: str):
-    """The value at a dotted key of a config Namespace or dict, passing through ``init_args`` levels; None if absent."""
-    node = config
-    for part in dotted.split("."):
-        if isinstance(node, (dict, Namespace)) and part in node:
-            node = node[part]
-        else:
-            return None
-    return node
+examples:
+  onlstm-tasks fit --config configs/quickstart.yaml
+  onlstm-tasks fit --config configs/quickstart.yaml --print_config
+  onlstm-tasks test --config configs/quickstart.yaml --ckpt_path runs/quickstart/lightning_logs/version_0/checkpoints/best.ckpt
+"""
 
 
-def dropped_init_args(argv: list[str], config) -> list[str]:
-    """Warnings for ``--X.encoder NAME`` overrides that replaced a config file's class and dropped its
-    ``init_args`` the new class does not take (jsonargparse drops them silently)."""
-    files = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("--config", "-c")]
-    files += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--config=")]
-    merged: dict = {}
-    for file in files:
-        try:
-            loaded = yaml.safe_load(Path(file).read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        _merge(merged, loaded)
-    warnings = []
-    for arg in argv:
-        if not arg.startswith("--") or arg.startswith("--config"):
-            continue
-        key = arg[2:].split("=", 1)[0].removesuffix(".class_path")
-        before = _node(merged, key)
-        after = _node(config, key)
-        if not (isinstance(before, dict) and isinstance(after, Namespace) and "class_path" in after):
-            continue
-        old_args = before.get("init_args") or {}
-        new_args = after.get("init_args") or Namespace()
-        dropped = [k for k in old_args if k not in new_args]
-        if dropped and before.get("class_path") != after.class_path:
-            warnings.append(f"--{key}: {after.class_path.rsplit('.', 1)[-1]} replaces "
-                            f"{str(before.get('class_path')).rsplit('.', 1)[-1]} and drops its "
-                            f"{', '.join(f'{k}={old_args[k]}' for k in dropped)} (it does not take them; set the "
-                            f"new class's arguments with --{key}.init_args.KEY)")
-    return warnings
-
-
-def _merge(into: dict, other: dict) -> None:
-    for key, value in other.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
-
-class TasksCLI(LightningCLI):
-    """LightningCLI plus: vocabularies/labels linked from data to model, ``--test_after_fit``, and checkpoints
-    supplying the vocabularies for validate/test/predict (so no training data is needed there)."""
-
-    def add_arguments_to_parser(self, parser) -> None:
-        for fact in DATA_FACTS:
-            parser.link_arguments(f"data.{fact}", f"model.init_args.{fact}", apply_on="instantiate")
-        parser.add_argument("--test_after_fit", type=bool, default=False,
-                            help="after fit, run test on the best checkpoint and print the scores")
-
-    def parse_arguments(self, parser, args) -> None:
-        super().parse_arguments(parser, args)
-        sub = self.config.get("subcommand")
-        argv = sys.argv[1:] if args is None else args
-        if isinstance(argv, list) and sub:
-            for warning in dropped_init_args(argv[1:] if argv and argv[0] == sub else argv, self.config[sub]):
-                log.warning(warning)
-
-    def instantiate_classes(self) -> None:
-        try:
-            super().instantiate_classes()
-        except ValueError as err:
-            if find_user_error(err) is not None or "Does not validate against any of the Union" not in str(err):
-                raise
-            raise ConfigError(f"cannot build the configured classes: {short_union_message(str(err))}") from err
-
-    def before_instantiate_classes(self) -> None:
-        sub = self.config.get("subcommand")
-        if sub:  # sizes a class can check from its arguments alone fail here, before any data is read
-            check_accelerator(self.config[sub].get("trainer"))
-            check_init_args(self.config[sub].get("model"), f"{sub}.model")
-        if sub == "fit":
-            resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
-        if sub == "predict":  # predict logs no metrics: no logger, so no empty version_N folder, no saved config
-            self.config.predict.trainer.logger = False
-            self.save_config_callback = None
-        if sub in ("validate", "test", "predict"):
-            cfg = self.config[sub]
-            ckpt = cfg.get("ckpt_path")
-            if ckpt and not cfg.data.init_args.get("vocab_from"):
-                cfg.data.init_args.vocab_from = ckpt
-
-    def _parse_ckpt_path(self) -> None:
-        """LightningCLI's restoring of the model's configuration from ``--ckpt_path``, minus :data:`DATA_FACTS`.
-
-        LightningCLI re-parses every saved hyper-parameter through jsonargparse; type-checking a vocabulary of a
-        few thousand words that way took minutes per ``test``/``predict`` call. The facts are linked from the data
-        module, which takes them from the same checkpoint (``vocab_from``), so dropping them here changes nothing
-        else. Everything else (embedder, encoder, optimiser, ...) is restored as LightningCLI does it.
-        """
-        sub = self.config.get("subcommand")
-        ckpt_path = self.config[sub].get("ckpt_path") if sub else None
-        if not ckpt_path or not Path(ckpt_path).is_file():
-            return
-        hparams = read_checkpoint_file(ckpt_path).get("hyper_parameters", {})
-        hparams.pop("_instantiator", None)
-        self._check_task(ckpt_path, hparams, self.config[sub].get("model"))
-        for fact in DATA_FACTS:
-            hparams.pop(fact, None)
-        if "_class_path" in hparams:
-            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
-        if hparams:
-            try:
-                self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
-            except SystemExit:
-                sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
-                raise
-
-    @staticmethod
-    def _check_task(ckpt_path: str, hparams: dict, model) -> None:
-        """Refuses a checkpoint of another task than the config's model (one line instead of a failure deep in
-        the first batch)."""
-        configured = getattr(model, "class_path", None) if model is not None else None
-        if not hparams or not configured:
-            return
-        try:
-            saved = task_model_class(hparams)
-        except ValueError as err:
-            raise ConfigError(f"{ckpt_path}: {err}") from None
-        wanted = configured.rsplit(".", 1)[-1]
-        if saved.__name__ != wanted and wanted in TASK_NAMES:
-            kind = TASK_NAMES.get(saved.__name__, saved.__name__)
-            raise ConfigError(f"{ckpt_path} is {TASK_ARTICLES.get(kind, 'a')} {kind} checkpoint; this config trains "
-                              f"{TASK_NAMES[wanted]} models (give a checkpoint of {wanted}, or the config "
-                              f"the checkpoint was trained with)")
-
-    def instantiate_trainer(self, **kwargs):
-        """The configured trainer plus :class:`ValidateLastStep` (a run ended by ``max_steps`` validates its last
-        step, so it ends with a best checkpoint and ``EarlyStopping`` finds its monitor)."""
-        trainer = super().instantiate_trainer(**kwargs)
-        if not any(isinstance(c, ValidateLastStep) for c in trainer.callbacks):
-            trainer.callbacks.append(ValidateLastStep())
-        return trainer
-
-    def after_fit(self) -> None:
-        if self.config.fit.get("test_after_fit"):
-            best = self.trainer.checkpoint_callback.best_model_path if self.trainer.checkpoint_callback else ""
-            if not best:
-                log.warning("test_after_fit: no best checkpoint (no checkpoint callback, or no validation ran); "
-                            "testing the final weights")
-            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
-
-
-def check_accelerator(trainer) -> None:
-    """Refuses ``--trainer.accelerator gpu|cuda|mps`` on a machine without one, in one line and before any data is
-    read (Lightning would say so only after the data module and the model were built, in a long traceback)."""
-    accelerator = trainer.get("accelerator") if trainer is not None else None
-    if not isinstance(accelerator, str):
-        return
-    name = accelerator.lower()
-    if name in ("gpu", "cuda") and not torch.cuda.is_available():
-        found = "this PyTorch build has no CUDA" if torch.version.cuda is None else "torch.cuda.is_available() is False"
-        raise ConfigError(f"--trainer.accelerator {accelerator}: no CUDA GPU here ({found}); use --trainer.accelerator "
-                          "cpu, or auto to take a GPU only where there is one")
-    if name == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"--trainer.accelerator {accelerator}: no Apple MPS device here; use --trainer.accelerator "
-                          "cpu, or auto to take one only where there is one")
-
-
-def check_init_args(node, where: str) -> None:
-    """Calls ``check_init_args(init_args)`` of every class of the package named in a parsed config that has one
-    (e.g. :meth:`ONLSTM.check_init_args`), so a size error is one line before the data is read (the model is built
-    only after the data module, whose vocabulary it needs). A refusal is a :class:`ConfigError` naming the key."""
-    if isinstance(node, Namespace):
-        node = node.as_dict()
-    if isinstance(node, dict):
-        class_path, init_args = node.get("class_path"), node.get("init_args")
-        if isinstance(class_path, str) and class_path.startswith("onlstm_tasks.") and isinstance(init_args, dict):
-            module, _, name = class_path.rpartition(".")
-            check = getattr(getattr(importlib.import_module(module), name, None), "check_init_args", None)
-            if callable(check):
-                try:
-                    check(init_args)
-                except ValueError as err:
-                    raise ConfigError(f"{where}.init_args: {err} ({class_path})") from None
-        for key, value in node.items():
-            check_init_args(value, f"{where}.{key}" if key != "init_args" else f"{where}.init_args")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            check_init_args(value, f"{where}[{index}]")
+def help_text() -> str:
+    width = max(map(len, SUBCOMMANDS))
+    return HELP.format(subcommands="\n".join(f"  {name:<{width}}  {text}" for name, text in SUBCOMMANDS.items()))
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -268,32 +78,29 @@ def main(args: list[str] | None = None) -> None:
     """The console script. The project's own errors (bad data, config, checkpoint, unreachable hub) print one
     line ``error: <file>:<line>: <what> (<what to do>)`` and exit with code 2; ``--debug`` (or
     ``ONLSTM_TASKS_DEBUG=1``) shows their traceback. Any other exception is a bug and keeps its traceback."""
-    show_package_logs()
-    quiet_known_warnings()
     debug, argv = debug_requested(list(sys.argv[1:] if args is None else args))
     if argv and argv[0] in ("--version", "-V"):
         print(f"onlstm-tasks {__version__}")
         return
+    if not argv or argv[0] in ("-h", "--help"):
+        print(help_text(), end="")
+        if not argv:
+            sys.stderr.write("error: a subcommand is required (fit, validate, test, predict or export)\n")
+            raise SystemExit(2)
+        return
+    show_package_logs()
+    quiet_known_warnings()
     if args is None:
         sys.argv[1:] = argv  # without --debug; LightningCLI reads sys.argv itself (it warns when given both)
     try:
-        if argv and argv[0] == "export":  # a checkpoint as a save_pretrained folder (and Hub push): no LightningCLI
+        if argv[0] == "export":  # a checkpoint as a save_pretrained folder (and Hub push): no LightningCLI
             from onlstm_tasks.api.export import main as export_main
 
             export_main(argv[1:])
             return
-        TasksCLI(
-            model_class=None,
-            datamodule_class=None,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            args=None if args is None else argv,
-            parser_class=TasksArgumentParser,
-            save_config_kwargs={"overwrite": True},
-            trainer_defaults={"use_distributed_sampler": False},
-        )
-    except SIGTERMException:  # stopped by SIGTERM: last.ckpt was written (ResumableCheckpoint); exit as killed
-        raise SystemExit(128 + signal.SIGTERM) from None
+        from onlstm_tasks.lightning_cli import run_cli
+
+        run_cli(None if args is None else argv)
     except Exception as err:
         user_error = find_user_error(err)
         if user_error is None or debug:

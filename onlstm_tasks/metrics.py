@@ -11,10 +11,6 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 import torch
-from seqeval.metrics import classification_report
-from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as conlleval_prfs
-from seqeval.metrics.v1 import precision_recall_fscore_support as strict_prfs
-from seqeval.scheme import IOB2
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
@@ -64,6 +60,11 @@ class EntityF1(Metric):
         y_true, y_pred = self._sentences()
         if not y_true:
             return {key: torch.tensor(0.0) for key in _KEYS}
+        # seqeval imports scikit-learn and pandas (0.3 s): imported when a score is computed, not at start-up
+        from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as conlleval_prfs
+        from seqeval.metrics.v1 import precision_recall_fscore_support as strict_prfs
+        from seqeval.scheme import IOB2
+
         p, r, f, _ = conlleval_prfs(y_true, y_pred, average="micro", zero_division=0)
         sp, sr, sf, _ = strict_prfs(y_true, y_pred, average="micro", zero_division=0, scheme=IOB2)
         return {key: torch.tensor(float(v)) for key, v in zip(_KEYS, (p, r, f, sp, sr, sf))}
@@ -77,6 +78,8 @@ class EntityF1(Metric):
             y_true, y_pred = self._sentences()
         if not any(label != "O" for sentence in y_true + y_pred for label in sentence):
             return "no entities in the gold tags or the predictions\n"
+        from seqeval.metrics import classification_report
+
         return classification_report(y_true, y_pred, digits=digits, zero_division=0)
 
     def reset(self) -> None:

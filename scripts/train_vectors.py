@@ -14,11 +14,11 @@ gzip-compressed.
 Usage::
 
     pip install -e ".[vectors]"          # gensim
-    python scripts/train_vectors.py ../shared/data/unlabelled_en/train.txt /work/vectors/unlabelled_en.w2v.100d.txt \\
+    python scripts/train_vectors.py ../shared/data/unlabelled_en/train.txt vectors/unlabelled_en.w2v.100d.txt \\
         --model word2vec --sg --dim 100 --window 5 --min-count 3 --epochs 5 --workers 2 --seed 13
     python scripts/train_vectors.py corpus.txt vectors.ft.txt --model fasttext --dim 100 --max-words 200000
 
-then, in a config: ``model.init_args.embedder.init_args.pretrained: /work/vectors/unlabelled_en.w2v.100d.txt``
+then, in a config: ``model.init_args.embedder.init_args.pretrained: vectors/unlabelled_en.w2v.100d.txt``
 with ``word_dim`` equal to ``--dim``, and the same file as ``data.init_args.vectors`` so words that training never
 saw keep their vectors (``configs/ner/ontonotes_*_crf_vectors.yaml``).
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import os
 
+import lightning.pytorch  # noqa: F401 - see below
 import pytest
+
+# Lightning gives its logger a StreamHandler bound to the sys.stderr of the moment it is first imported. The CLI
+# imports Lightning only when a subcommand runs; imported first inside a test that captures stderr, the handler
+# would keep that test's (later closed) stream. Importing it here binds the real one.
 
 REQUIRE_SHARED = os.environ.get("ONLSTM_REQUIRE_SHARED_DATA") == "1"
 REQUIRE_COMPILED = os.environ.get("ONLSTM_REQUIRE_COMPILED") == "1"

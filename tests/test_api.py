@@ -67,6 +67,35 @@ def test_cli_predict_and_python_give_identical_records(tmp_path):
     assert len(cli) == 20 and any(record["entities"] for record in cli)
 
 
+def test_empty_lines_give_one_empty_record_each_in_the_cli_and_in_python(tmp_path):
+    """One record per input line, an empty line too (issue 34): the CLI's records equal the API's, in order."""
+    from onlstm_tasks.cli import main
+
+    lines = [SENTENCES[0], "", "   ", SENTENCES[1], ""]
+    inputs = tmp_path / "input.txt"
+    inputs.write_text("\n".join(lines) + "\n")
+    config = tiny_ner_config(tmp_path)
+    main(["predict", "--config", str(config), "--ckpt_path", str(NER), "--data.init_args.path", "null",
+          "--data.init_args.predict_file", str(inputs)])
+    cli = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert len(cli) == len(lines) and [r["text"] for r in cli] == lines
+    assert [bool(r.get("empty")) for r in cli] == [False, True, True, False, True]
+    assert cli[1] == {"text": "", "tokens": [], "tags": [], "entities": [], "empty": True}
+    assert load(NER)(lines) == cli
+    assert load(NER)("") == cli[1]
+
+
+def test_a_loaded_predictor_saves_and_shares_itself(tmp_path, monkeypatch):
+    tagger = load(NER)
+    tagger.save_pretrained(tmp_path / "folder")
+    assert load(tmp_path / "folder")(SENTENCES) == tagger(SENTENCES)
+    pushed = {}
+    monkeypatch.setattr(type(tagger.model), "push_to_hub", lambda self, repo_id, **kw: pushed.update(repo=repo_id,
+                                                                                                    **kw) or "url")
+    assert tagger.push_to_hub("me/tagger", private=True) == "url"
+    assert pushed == {"repo": "me/tagger", "private": True}
+
+
 def test_records_match_the_fixture_predictions():
     """The fixtures' JSONL came from ``onlstm-tasks predict`` (pretokenized NER input, aspect JSON lines)."""
     tokens = [line.split() for line in (FIXTURES / "sentences.txt").read_text().splitlines()]
@@ -232,15 +261,24 @@ def test_export_subcommand(tmp_path, capsys):
 # ---- README ------------------------------------------------------------------------------------------------------
 def test_readme_python_api_runs_as_written(tmp_path, monkeypatch):
     """Runs the ```python blocks of README's "Python API" section in a folder holding the files they name (tiny
-    models on the bundled samples)."""
+    models on the bundled samples), at the paths where the named configs' own ``fit`` writes its first run's
+    best checkpoint (the logger's ``save_dir``/``name``/``version_0``/``checkpoints``)."""
+    import yaml
+
     readme = (REPO / "README.md").read_text()
     section = readme.split("\n## Python API", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert blocks
-    for name, ckpt in (("ner", NER), ("absa", ABSA)):
-        (tmp_path / "runs" / name / "ckpt").mkdir(parents=True)
-        shutil.copy(ckpt, tmp_path / "runs" / name / "ckpt" / "best.ckpt")
-    save_lm_checkpoint(tmp_path / "runs" / "lm" / "ckpt" / "best.ckpt")
+    configs = {"configs/quickstart.yaml": NER, "configs/absa/semeval14_laptops_onlstm_td.yaml": ABSA,
+               "configs/lm/unlabelled_en_onlstm_bi.yaml": None}
+    written = []
+    for config, ckpt in configs.items():
+        logger = yaml.safe_load((REPO / config).read_text())["trainer"]["logger"]["init_args"]
+        path = Path(logger["save_dir"]) / logger.get("name", "lightning_logs") / "version_0" / "checkpoints" / "best.ckpt"
+        (tmp_path / path).parent.mkdir(parents=True)
+        shutil.copy(ckpt, tmp_path / path) if ckpt else save_lm_checkpoint(tmp_path / path)
+        written.append(str(path))
+    assert sorted(re.findall(r'load\("(runs/[^"]+)"\)', section)) == sorted(written)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in blocks:

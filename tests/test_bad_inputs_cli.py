@@ -72,6 +72,7 @@ def test_not_a_checkpoint(capsys, tmp_path, content):  # item 8
     code, lines = run(capsys, "test", *quick(tmp_path, "--ckpt_path", str(bad)))
     assert code == 2 and len(lines) == 1
     assert lines[0].startswith(f"error: not a checkpoint: {bad} (") and "weights_only" not in lines[0]
+    assert "Unsupported" not in lines[0] and "Error" not in lines[0]  # the loader's jargon stays out
 
 
 def test_checkpoint_of_another_task(capsys, tmp_path):  # item 10
@@ -134,9 +135,50 @@ def test_bad_jsonl(capsys, tmp_path, content, what):  # item 9
 
 
 def test_short_form_encoder_warns_dropped_keys(caplog, tmp_path):  # item 14
-    from onlstm_tasks.cli import dropped_init_args, TasksCLI
+    from onlstm_tasks.lightning_cli import dropped_init_args, TasksCLI
 
     cli = TasksCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
                    run=False, args=quick(tmp_path, "--model.init_args.encoder", "LSTM"))
     warnings = dropped_init_args(quick(tmp_path, "--model.init_args.encoder", "LSTM"), cli.config)
     assert len(warnings) == 1 and "chunk_size=8" in warnings[0] and "--model.init_args.encoder" in warnings[0]
+
+
+# ---- issue 34: a newcomer's rough edges ----------------------------------------------------------------------------
+def test_nested_config_typo_names_the_key_and_the_nearest_one(capsys, tmp_path):
+    code, lines = run(capsys, "fit", *quick(tmp_path, "--model.init_args.encodr.init_args.hidden_size", "32"))
+    assert code == 2
+    assert lines == ["error: unknown key `encodr` in model.init_args (NERTagger); did you mean `encoder`?"]
+
+
+@pytest.mark.parametrize("value", ["{scheme:iob1}", "{scheme:iob1,other:x}"])
+def test_a_mapping_yaml_cannot_read_names_the_argument_and_the_yaml_form(capsys, tmp_path, value):
+    code, lines = run(capsys, "fit", *quick(tmp_path, "--data.init_args.reader_options", value))
+    fixed = value.replace(":", ": ")
+    assert code == 2
+    assert lines == [f"error: --data.init_args.reader_options: expected a mapping, got {value!r} (YAML needs a space "
+                     f"after each colon: --data.init_args.reader_options '{fixed}')"]
+
+
+def test_a_value_of_the_wrong_type_names_the_full_key(capsys, tmp_path):
+    code, lines = run(capsys, "fit", *quick(tmp_path, "--model.init_args.encoder.init_args.hidden_size", "abc"))
+    assert code == 2
+    assert lines == ["error: --model.init_args.encoder.init_args.hidden_size: expected an integer or a list, got 'abc'"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+@pytest.mark.parametrize("accelerator", ["gpu", "cuda"])
+def test_a_gpu_asked_for_without_one_is_one_line_before_any_data_is_read(capsys, tmp_path, accelerator):
+    code, lines = run(capsys, "fit", *quick(tmp_path, "--trainer.accelerator", accelerator,
+                                            "--data.init_args.path", str(tmp_path / "no_such_folder")))
+    assert code == 2 and len(lines) == 1
+    assert lines[0].startswith(f"error: --trainer.accelerator {accelerator}: no CUDA GPU here (")
+    assert lines[0].endswith("use --trainer.accelerator cpu, or auto to take a GPU only where there is one")
+
+
+def test_random_bytes_are_refused_in_plain_words(capsys, tmp_path):
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(random.Random(0).randbytes(2000))
+    code, lines = run(capsys, "test", *quick(tmp_path, "--ckpt_path", str(bad)))
+    assert code == 2
+    assert lines == [f"error: not a checkpoint: {bad} (its bytes are not a file saved by torch.save: damaged, cut "
+                     "short, or another kind of file; give a .ckpt that onlstm-tasks fit wrote)"]

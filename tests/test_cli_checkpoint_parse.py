@@ -10,7 +10,8 @@ import pytest
 import torch
 from cli_helpers import tiny_ner_config
 
-from onlstm_tasks.cli import DATA_FACTS, main
+from onlstm_tasks.cli import main
+from onlstm_tasks.lightning_cli import DATA_FACTS
 
 
 @pytest.fixture(autouse=True)

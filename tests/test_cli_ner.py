@@ -130,6 +130,7 @@ def test_ddp_two_processes_give_the_same_test_scores_as_one(tmp_path):
                        "--trainer.strategy", strategy, "--trainer.logger.init_args.save_dir", str(root),
                        "--data.init_args.eval_batch_size", "7")
         assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
         scores[devices] = last_metrics(root)
     for key in ("test_f1", "test_precision", "test_recall", "test_strict_f1"):
         assert scores[2][key] == pytest.approx(scores[1][key], abs=1e-6), key

@@ -10,7 +10,8 @@ import torch
 import yaml
 
 from cli_helpers import tiny_ner_config
-from onlstm_tasks.cli import TasksCLI, main
+from onlstm_tasks.cli import main
+from onlstm_tasks.lightning_cli import TasksCLI
 from shared_data import SHARED_DATA, requires_shared_data
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.yaml"))

@@ -40,6 +40,7 @@ def test_ddp_test_split_smaller_than_one_batch(tmp_path, monkeypatch):
     def ddp(*args: str) -> None:  # a subprocess (DDP re-launches the command; gloo on CPU); a hang fails here
         proc = run_cli(*args, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
 
     scores, reports = {}, {}
     scores[1], reports[1] = tested(1, "auto", lambda *args: main(list(args)))

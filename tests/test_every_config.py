@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from lm_helpers import write_toy_corpus
-from onlstm_tasks.cli import TasksCLI
+from onlstm_tasks.lightning_cli import TasksCLI
 from onlstm_tasks.sample_data import sample_path
 from shared_data import SHARED_DATA, requires_shared_data
 

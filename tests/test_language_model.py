@@ -351,6 +351,7 @@ def test_ddp_two_processes_give_the_same_perplexity_as_one(tmp_path, corpus, mod
                        "--trainer.strategy", strategy, "--trainer.logger.init_args.save_dir", str(root),
                        "--data.init_args.eval_batch_size", str(rows if mode == "stream" else 7))
         assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
         scores[devices] = last_metrics(root)
     keys = ["test_ppl", "test_nll", "test_ppl_forward"] + (["test_ppl_backward"] if bidirectional else [])
     for key in keys:

@@ -105,3 +105,14 @@ def test_missing_gensim_is_one_clear_line(corpus: Path, tmp_path: Path, monkeypa
     assert tv.main([str(corpus), str(tmp_path / "v.txt")]) == 2
     assert "pip install" in capsys.readouterr().err
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_script_usage_examples_write_inside_the_repository():
+    """A usage line in a script's docstring names no absolute path (a newcomer copies it as it is; issue 34)."""
+    bad = []
+    for script in sorted(SCRIPT.parent.glob("*.py")):
+        for number, line in enumerate(script.read_text().splitlines(), start=1):
+            words = line.strip().split()
+            if words[:1] == ["python"] and any(w.startswith("/") for w in words[2:]):
+                bad.append(f"{script.name}:{number}: {line.strip()}")
+    assert bad == []

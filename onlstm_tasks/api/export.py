@@ -28,7 +28,7 @@ def export(ckpt_path: str | Path, out: str | Path, push_to_hub: str | None = Non
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="onlstm-tasks export", description=__doc__)
+    parser = argparse.ArgumentParser(prog="onlstm-tasks export", description=__doc__.replace("``", ""))
     parser.add_argument("--ckpt_path", required=True, help="a checkpoint written by onlstm-tasks fit")
     parser.add_argument("--out", required=True, help="the folder to write")
     parser.add_argument("--push-to-hub", dest="push_to_hub", metavar="REPO", help="also upload to this Hub repo id")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -85,6 +86,17 @@ class Predictor:
     def to(self, device: str | torch.device) -> Predictor:
         self.model.to(device)
         return self
+
+    def save_pretrained(self, folder: str | Path, **kwargs: Any) -> None:
+        """Writes the model as a folder that :func:`~onlstm_tasks.api.load` reads back (config.json, vocabularies
+        and labels as JSON, model.safetensors, README.md model card): what ``onlstm-tasks export`` writes.
+        ``kwargs`` go to the model's ``save_pretrained`` (``model_card_kwargs``, ``push_to_hub``, ...)."""
+        self.model.save_pretrained(folder, **kwargs)
+
+    def push_to_hub(self, repo_id: str, **kwargs: Any) -> Any:
+        """Uploads that folder to the Hugging Face Hub repo ``repo_id`` (``private``, ``token``, ``revision``, ...
+        as the model's ``push_to_hub`` takes them); returns the commit's URL."""
+        return self.model.push_to_hub(repo_id, **kwargs)
 
 
 class Tagger(Predictor):

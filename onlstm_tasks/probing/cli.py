@@ -62,7 +62,7 @@ DIRECTIONS = ("forward", "backward")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="onlstm-trees", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="onlstm-trees", description=__doc__.split("\n\n")[0].replace("``", ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
