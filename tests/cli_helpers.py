@@ -63,6 +63,21 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subproce
     return proc
 
 
+def single_and_ddp_test_metrics(config: Path, ckpt: str | Path, root: Path, *args: str) -> dict[int, dict[str, float]]:
+    """The test metrics of ``ckpt`` on one process (run here, in-process) and on two DDP processes (a subprocess:
+    DDP re-launches the command), keyed 1 and 2. The DDP run must print no warning about unsynchronised logging
+    (the task metrics are gathered from every process before they are logged)."""
+    from onlstm_tasks.cli import main
+
+    common = ["test", "--config", str(config), "--ckpt_path", str(ckpt), *args]
+    main([*common, "--trainer.devices", "1", "--trainer.logger.init_args.save_dir", str(root / "test_1")])
+    proc = run_cli(*common, "--trainer.devices", "2", "--trainer.strategy", "ddp",
+                   "--trainer.logger.init_args.save_dir", str(root / "test_2"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "It is recommended to use `self.log(" not in proc.stderr
+    return {1: last_metrics(root / "test_1"), 2: last_metrics(root / "test_2")}
+
+
 def last_metrics(log_root: Path) -> dict[str, float]:
     """Merged last non-empty value of every column of the newest CSVLogger ``metrics.csv`` under ``log_root``."""
     files = sorted(log_root.rglob("metrics.csv"), key=lambda p: p.stat().st_mtime)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli_helpers import last_metrics, run_cli, tiny_absa_config
+from cli_helpers import last_metrics, run_cli, single_and_ddp_test_metrics, tiny_absa_config
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.absa import AspectSentimentDataModule
 from onlstm_tasks.sample_data import sample_path
@@ -69,16 +69,9 @@ def test_fit_test_predict_with_every_head(tmp_path, capsys, head):
 @pytest.mark.slow
 def test_ddp_two_processes_give_the_same_test_scores_as_one(tmp_path):
     config = tiny_absa_config(tmp_path, {"path": str(sample_path("absa"))})
-    assert run_cli("fit", "--config", str(config)).returncode == 0
-    scores = {}
-    for devices, strategy in ((1, "auto"), (2, "ddp")):
-        root = tmp_path / f"test_{devices}"
-        proc = run_cli("test", "--config", str(config), "--ckpt_path", str(tmp_path / "ckpt" / "best.ckpt"),
-                       "--trainer.devices", str(devices), "--trainer.strategy", strategy,
-                       "--trainer.logger.init_args.save_dir", str(root), "--data.init_args.eval_batch_size", "9")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
-        scores[devices] = last_metrics(root)
+    main(["fit", "--config", str(config)])
+    scores = single_and_ddp_test_metrics(config, tmp_path / "ckpt" / "best.ckpt", tmp_path,
+                                         "--data.init_args.eval_batch_size", "9")
     for key in ("test_accuracy", "test_macro_f1"):
         assert scores[2][key] == pytest.approx(scores[1][key], abs=1e-6), key
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from cli_helpers import last_metrics, run_cli, tiny_ner_config
+from cli_helpers import last_metrics, run_cli, single_and_ddp_test_metrics, tiny_ner_config
 from onlstm_tasks.cli import main
 from shared_data import SHARED_DATA, requires_shared_data
 
@@ -120,18 +120,9 @@ def test_killed_fit_resumes_from_the_saved_step(tmp_path):
 @pytest.mark.slow
 def test_ddp_two_processes_give_the_same_test_scores_as_one(tmp_path):
     config = tiny_ner_config(tmp_path)
-    fit = run_cli("fit", "--config", str(config))
-    assert fit.returncode == 0, fit.stderr[-2000:]
-    best = str(tmp_path / "ckpt" / "best.ckpt")
-    scores = {}
-    for devices, strategy in ((1, "auto"), (2, "ddp")):
-        root = tmp_path / f"test_{devices}"
-        proc = run_cli("test", "--config", str(config), "--ckpt_path", best, "--trainer.devices", str(devices),
-                       "--trainer.strategy", strategy, "--trainer.logger.init_args.save_dir", str(root),
-                       "--data.init_args.eval_batch_size", "7")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
-        scores[devices] = last_metrics(root)
+    main(["fit", "--config", str(config)])
+    scores = single_and_ddp_test_metrics(config, tmp_path / "ckpt" / "best.ckpt", tmp_path,
+                                         "--data.init_args.eval_batch_size", "7")
     for key in ("test_f1", "test_precision", "test_recall", "test_strict_f1"):
         assert scores[2][key] == pytest.approx(scores[1][key], abs=1e-6), key
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from cli_helpers import last_metrics, run_cli, tiny_ner_config
+from cli_helpers import last_metrics, run_cli, single_and_ddp_test_metrics, tiny_ner_config
 from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.batching import TokenBatch
@@ -341,18 +341,20 @@ def test_ddp_two_processes_give_the_same_perplexity_as_one(tmp_path, corpus, mod
     bidirectional = mode == "sentence"
     config = tiny_lm_config(tmp_path, text_data(corpus, mode=mode, bptt=8, batch_size=4),
                             model={"bidirectional": bidirectional}, max_epochs=1, limit_train_batches=3)
-    fit = run_cli("fit", "--config", str(config))
-    assert fit.returncode == 0, fit.stderr[-2000:]
-    best = str(tmp_path / "ckpt" / "best.ckpt")
-    scores = {}
-    for devices, strategy, rows in ((1, "auto", 8), (2, "ddp", 4)):
-        root = tmp_path / f"test_{devices}"
-        proc = run_cli("test", "--config", str(config), "--ckpt_path", best, "--trainer.devices", str(devices),
-                       "--trainer.strategy", strategy, "--trainer.logger.init_args.save_dir", str(root),
-                       "--data.init_args.eval_batch_size", str(rows if mode == "stream" else 7))
+    main(["fit", "--config", str(config)])
+    best = tmp_path / "ckpt" / "best.ckpt"
+    if mode == "stream":  # 8 rows on one process, 4 on each of two: the same windows
+        single = ["--data.init_args.eval_batch_size", "8"]
+        main(["test", "--config", str(config), "--ckpt_path", str(best), *single,
+              "--trainer.logger.init_args.save_dir", str(tmp_path / "test_1")])
+        proc = run_cli("test", "--config", str(config), "--ckpt_path", str(best), "--trainer.devices", "2",
+                       "--trainer.strategy", "ddp", "--trainer.logger.init_args.save_dir", str(tmp_path / "test_2"),
+                       "--data.init_args.eval_batch_size", "4", timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "It is recommended to use `self.log(" not in proc.stderr  # the scores are gathered, not averaged
-        scores[devices] = last_metrics(root)
+        scores = {1: last_metrics(tmp_path / "test_1"), 2: last_metrics(tmp_path / "test_2")}
+    else:
+        scores = single_and_ddp_test_metrics(config, best, tmp_path, "--data.init_args.eval_batch_size", "7")
     keys = ["test_ppl", "test_nll", "test_ppl_forward"] + (["test_ppl_backward"] if bidirectional else [])
     for key in keys:
         assert scores[2][key] == pytest.approx(scores[1][key], rel=1e-5), key
