@@ -73,7 +73,10 @@ def test_fit_test_and_predict_without_training_data(tmp_path, capsys):
     main(["predict", "--config", str(config), "--ckpt_path", str(best), "--data.init_args.path", "null",
           "--data.init_args.predict_file", str(text)])
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
-    assert [r["text"] for r in rows] == PREDICT_TEXT
+    # one record per line: the blank line between two sentences is an empty record
+    assert [r["text"] for r in rows] == [line for text in PREDICT_TEXT for line in (text, "")][:-1]
+    assert all(r["empty"] for r in rows[1::2]) and not any(r.get("empty") for r in rows[::2])
+    rows = rows[::2]
     assert rows[0]["tokens"][:3] == ["Zoran", "Zamfirel", ","]  # punctuation is split off
     assert sum(len(r["entities"]) for r in rows) >= 2  # otherwise the span checks below check nothing
     for row in rows:
