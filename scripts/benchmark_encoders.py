@@ -4,9 +4,9 @@
                                          [--batch 32 ...] [--lm]
     python scripts/benchmark_encoders.py --dropconnect-only [--repeats 15]
 
-``--threads 1,2`` sweeps thread counts (one table each); ``--markdown`` adds the ratio tables as Markdown (the form
-README's speed table takes); ``--lm`` adds the language model's shapes (batch 20, 70 steps, the authors' stack
-400 -> 1150 -> 1150 -> 400, chunk 10; full windows, left to right) against a stack of three nn.LSTMs.
+``--threads 1,2`` sweeps thread counts (one table each); ``--markdown`` adds the ratio tables as Markdown (the
+form benchmarks/README.md's speed table takes); ``--lm`` adds the language model's shapes (batch 20, 70 steps, the
+authors' stack 400 -> 1150 -> 1150 -> 400, chunk 10; full windows, left to right) against a stack of three nn.LSTMs.
 
 For every configuration (uni/bidirectional x 1/2 layers x full/mixed-length mask x inference/forward+backward)
 it prints the median time of ``nn.LSTM`` and of :class:`ONLSTM` with the same sizes and their ratio; then
@@ -30,7 +30,7 @@ cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDN
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its whole time loop in
 one compiled call per layer (with two threads, one per direction or block of rows, on PyTorch's OpenMP workers), or
 in Python with one recurrent product and one compiled element-wise call per step (``step``), or a dozen PyTorch
-operations per step (``loop``). Not a test: numbers go in issue notes and README.
+operations per step (``loop``). Not a test: numbers go in issue notes and benchmarks/README.md.
 """
 
 from __future__ import annotations

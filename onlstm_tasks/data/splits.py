@@ -94,7 +94,8 @@ def _is_dataset(formats: SplitFormats, path: str, data_dir: str | None, data_fil
     return formats.is_dataset([base] if base.is_file() else [f for f in base.rglob("*") if f.is_file()])
 
 
-# README's lines for reading each hub dataset of the configs from a local copy (the data kit's ../shared/data)
+# the options (as docs/guide.md gives them) that read each hub dataset of the configs from a local copy (the data
+# kit's ../shared/data)
 LOCAL_COPIES = {
     "ontonotes/conll2012_ontonotesv5":
         "--data.init_args.path ../shared/data/conll2012_ontonotesv5 --data.init_args.revision null",
