@@ -13,6 +13,12 @@ against gold constituency trees, and a picture of one sentence's master gates an
     non-punctuation tokens. Baselines are built over the non-punctuation tokens. One line per result on stdout;
     what was read and skipped goes to stderr.
 
+``onlstm-trees eval --gold PATH --checkpoint A [--checkpoint B ...] (--choose-ensemble | --ensemble READINGS)``
+    Tree ensembles (:mod:`onlstm_tasks.trees.ensemble`): one tree per sentence from the mean of several readings'
+    rank-normalised distances (readings ``m1:input:l2:mean``: model, master gate, layer, direction combination).
+    ``--choose-ensemble`` chooses the members on the given gold trees (the validation split) and prints them beside
+    the best single reading; ``--ensemble`` scores given members (on the test split).
+
 ``onlstm-trees eval --format conllx --gold FILE (--checkpoint CKPT | --baseline left-chain|right-chain)``
     Dependency heads against the gold heads of a CoNLL-X/U file (HEAD in column 7; multiword-token and empty-node
     lines skipped): the unlabelled attachment score (UAS, :mod:`onlstm_tasks.trees.metrics`), punctuation (UPOS
@@ -34,6 +40,7 @@ import sys
 from pathlib import Path
 
 from onlstm_tasks.encoders.base import backward_as_boundaries
+from onlstm_tasks.probing.ensemble_eval import run_ensemble_eval
 from onlstm_tasks.probing.scoring import (  # noqa: F401  (the readers and scorers stay importable from here)
     format_line,
     format_uas_line,
@@ -71,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "folder (--format ontonotes); CoNLL-X/U file (--format conllx: UAS of dependency heads)")
     ev.add_argument("--format", choices=("ptb", "ontonotes", "conllx"), default="ptb")
     what = ev.add_mutually_exclusive_group(required=True)
-    what.add_argument("--checkpoint", help="Lightning checkpoint of an ON-LSTM task model")
+    what.add_argument("--checkpoint", action="append", help="Lightning checkpoint of an ON-LSTM task or language "
+                      "model; repeat it for an ensemble over several models (m1, m2, ... in that order)")
     what.add_argument("--baseline", choices=(*BASELINES, *CHAIN_BASELINES),
                       help="branching baselines for constituency gold trees, chain baselines for --format conllx")
     ev.add_argument("--split", help="dataset split (--format ontonotes; default test)")
@@ -87,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="distances of the master forget gate (default) or of the master input gate")
     ev.add_argument("--drop-punctuation", action="store_true",
                     help="feed the model only the non-punctuation words (default: the whole sentence)")
+    ev.add_argument("--ensemble", metavar="READINGS",
+                    help="UF1 of the tree ensemble of these readings: comma-separated [mMODEL:]GATE:lLAYER:COMBINATION "
+                         "(e.g. m1:input:l2:mean,m2:forget:l1:forward; the mean of per-sentence rank-normalised "
+                         "distances)")
+    ev.add_argument("--choose-ensemble", action="store_true",
+                    help="choose an ensemble on these gold trees (run it on the validation split): greedy forward "
+                         "selection by sentence UF1 over every reading of every --checkpoint")
+    ev.add_argument("--max-members", type=int, default=8, help="the most readings --choose-ensemble takes")
     ev.add_argument("--batch-size", type=int, default=64)
     ev.add_argument("--device", default="cpu")
     ev.add_argument("--trust-checkpoint", action="store_true",
@@ -145,22 +161,25 @@ def run_eval(args: argparse.Namespace) -> None:
         raise ValueError(f"no gold trees to score in {args.gold}")
 
     if args.baseline:
-        if args.combine or args.drop_punctuation:
-            raise ValueError("--combine and --drop-punctuation apply to --checkpoint only")
+        if args.combine or args.drop_punctuation or args.ensemble or args.choose_ensemble:
+            raise ValueError("--combine, --drop-punctuation and the ensembles apply to --checkpoint only")
         result = baseline_uf1(trees, BASELINES[args.baseline], seed=args.seed)
         print(format_line(args.baseline, result))
         _note_empty_gold(result)
         return
 
-    from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
-
-    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
-    layers, directions = probe.shape()
-    combinations = _combinations(args.combine, directions)
     if args.drop_punctuation:
         inputs = [[w for w, k in zip(t.words(), gold_spans(t)[1]) if k] for t in trees]
     else:
         inputs = [t.words() for t in trees]
+    if args.ensemble or args.choose_ensemble:
+        run_ensemble_eval(args, trees, inputs, _combinations)
+        return
+    from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
+
+    probe = load_probe(_one_checkpoint(args), args.device, trust=args.trust_checkpoint)
+    layers, directions = probe.shape()
+    combinations = _combinations(args.combine, directions)
     nonempty = [i for i, words in enumerate(inputs) if words]
     computed = probe.distances([inputs[i] for i in nonempty], args.batch_size, args.gate)
     distances: list = [None] * len(trees)
@@ -179,6 +198,8 @@ def run_eval_dependencies(args: argparse.Namespace) -> None:
     extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir), ("--name", args.name),
                                       ("--revision", args.revision), ("--drop-punctuation", args.drop_punctuation))
              if value]
+    if args.ensemble or args.choose_ensemble:
+        extra.append("--ensemble/--choose-ensemble")
     if extra:
         raise ValueError(f"{', '.join(extra)} do not apply to --format conllx")
     sentences = read_conll_dependencies(args.gold)
@@ -202,7 +223,7 @@ def run_eval_dependencies(args: argparse.Namespace) -> None:
         return
     from onlstm_tasks.probing.loading import load_probe  # the models (and Lightning) only when needed
 
-    probe = load_probe(args.checkpoint, args.device, trust=args.trust_checkpoint)
+    probe = load_probe(_one_checkpoint(args), args.device, trust=args.trust_checkpoint)
     layers, directions = probe.shape()
     combinations = _combinations(args.combine, directions)
     distances = probe.distances([words for words, _, _ in sentences], args.batch_size, args.gate)
@@ -211,6 +232,12 @@ def run_eval_dependencies(args: argparse.Namespace) -> None:
     width = max(map(len, labels.values()))
     for key, result in results.items():
         print(format_uas_line(labels[key], result, width))
+
+
+def _one_checkpoint(args: argparse.Namespace) -> str:
+    if len(args.checkpoint) > 1:
+        raise ValueError("several --checkpoint are read together by --ensemble or --choose-ensemble only")
+    return args.checkpoint[0]
 
 
 def _note_empty_gold(result: dict) -> None:

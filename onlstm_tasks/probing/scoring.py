@@ -10,6 +10,7 @@ from pathlib import Path
 
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.errors import DataFormatError
+from onlstm_tasks.trees.ensemble import Reading, mean_of_normalised, rank_normalise
 from onlstm_tasks.trees.induce import distances_to_heads, distances_to_tree, tree_to_spans
 from onlstm_tasks.trees.metrics import (
     DEPENDENCY_PUNCTUATION,
@@ -114,6 +115,57 @@ def score_distances(
                     pred = prediction_spans(distances_to_tree(per_layer[layer].tolist()), keep)
                 accumulators[(layer, how)].add(pred, gold)
     return {key: acc.result() for key, acc in accumulators.items()}
+
+
+class EnsembleScorer:
+    """UF1 of ensembles of readings (:mod:`onlstm_tasks.trees.ensemble`) against ``trees``.
+
+    ``tables[(model, gate)]`` holds per sentence the ``[layers, directions, n]`` distances of that model's master
+    gate (None for a sentence without input, as in :func:`score_distances`); each reading's rank-normalised distances
+    are computed once, so scoring many candidate ensembles (:func:`~onlstm_tasks.trees.ensemble.choose_members`)
+    costs one greedy tree per sentence and ensemble."""
+
+    def __init__(self, trees: Sequence[Tree], tables: dict[tuple[int, str], Sequence], kept_input: bool = False):
+        self.trees, self.tables, self.kept_input = list(trees), tables, kept_input
+        self._gold = [gold_spans(tree) for tree in self.trees]
+        self._normalised: dict[Reading, list] = {}
+
+    def check(self, reading: Reading) -> None:
+        """A ValueError naming what the models offer when ``reading`` asks for something they do not have."""
+        models = sorted({model for model, _ in self.tables})
+        if (reading.model, reading.gate) not in self.tables:
+            raise ValueError(f"reading {reading}: no model {reading.model + 1} with the {reading.gate} gate (models "
+                             f"1..{len(models)})")
+        sample = next((d for d in self.tables[(reading.model, reading.gate)] if d is not None), None)
+        if sample is not None:
+            layers, directions = sample.shape[:2]
+            if reading.layer >= layers:
+                raise ValueError(f"reading {reading}: model {reading.model + 1} has {layers} layers")
+            if reading.combination == "backward" and directions < 2:
+                raise ValueError(f"reading {reading}: model {reading.model + 1} reads forward only")
+
+    def normalised(self, reading: Reading) -> list:
+        if reading not in self._normalised:
+            self.check(reading)
+            self._normalised[reading] = [
+                None if d is None else rank_normalise(combine_directions(d, reading.combination, dim=1)[reading.layer])
+                for d in self.tables[(reading.model, reading.gate)]]
+        return self._normalised[reading]
+
+    def score(self, members: Sequence[Reading]) -> dict:
+        """The UF1 result (as :func:`score_distances` gives it) of the ensemble of ``members``."""
+        columns = [self.normalised(m) for m in members]
+        acc = UF1Accumulator()
+        for i, (gold, keep) in enumerate(self._gold):
+            parts = [column[i] for column in columns]
+            if parts[0] is None:
+                pred = set()
+            else:
+                tree = distances_to_tree(mean_of_normalised(parts).tolist())
+                pred = scored_spans(tree_to_spans(tree), len(parts[0])) if self.kept_input else \
+                    prediction_spans(tree, keep)
+            acc.add(pred, gold)
+        return acc.result()
 
 
 def score_heads(
