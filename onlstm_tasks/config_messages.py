@@ -31,11 +31,11 @@ def accepted_keys(class_path: str) -> list[str]:
     return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def did_you_mean(key: str, accepted: list[str], prefix: str = "") -> str:
-    """``; did you mean `prefix+nearest`?``, or the accepted keys when none is near (empty without any)."""
+def did_you_mean(key: str, accepted: list[str]) -> str:
+    """``; did you mean `nearest`?``, or the accepted keys when none is near (empty without any)."""
     close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
     if close:
-        return f"; did you mean `{prefix}{close[0]}`?"
+        return f"; did you mean `{close[0]}`?"
     return f" (accepted: {', '.join(accepted)})" if accepted else ""
 
 
