@@ -21,16 +21,16 @@ How it is measured:
 - inference is eval mode under ``torch.no_grad()``; forward+backward is training mode (no dropout) with
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
-Where the compiled ON-LSTM step is built (see onlstm_tasks/encoders/onlstm/compiled.py), the table also times the
-ON-LSTM with its PyTorch loop instead (``loop ms``), so one run shows what the compiled code brings, and the
-per-step compiled path (``step ms``); the main column is the whole-loop path (the time loop, input and recurrent
-products included, in compiled calls).
+The main ON-LSTM column is ``backend="auto"`` (on the CPU the compiled loop of ``csrc/onlstm_cpu.cpp`` where it was
+built, see onlstm_tasks/encoders/onlstm/native.py); the table also times ``backend="torch"`` (``loop ms``: the
+per-step PyTorch loop, the only path on a GPU), so one run shows what the compiled loop brings. On a GPU it adds
+``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out).
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its whole time loop in
-one compiled call per layer (with two threads, one per direction or block of rows, on PyTorch's OpenMP workers), or
-in Python with one recurrent product and one compiled element-wise call per step (``step``), or a dozen PyTorch
-operations per step (``loop``). Not a test: numbers go in issue notes and benchmarks/README.md.
+one call of the compiled kernels per layer (with two threads, one piece per direction or block of rows, on ATen's
+threads), or in Python with one recurrent product and a dozen PyTorch operations per step (``loop``). On a GPU
+``nn.LSTM`` is cuDNN's. Not a test: numbers go in issue notes and benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -42,14 +42,13 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
@@ -105,30 +104,30 @@ def lstm_step(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor, grad: bool) ->
 
 
 def onlstm_step(enc: ONLSTM, x: torch.Tensor, mask: torch.Tensor | None, grad: bool,
-                compiled: bool | None = None, loop: bool | None = None) -> Callable[[], None]:
-    """``compiled``: force the compiled step on or off (None: as configured, on when built); ``loop``: the same
-    for its whole-loop path."""
+                run: Callable | None = None) -> Callable[[], None]:
+    """One timed call of ``enc`` (or of ``run``, e.g. ``torch.compile(enc)``, which shares its parameters)."""
+    run = enc if run is None else run
+
     def step() -> None:
         enc.zero_grad(set_to_none=True)
-        switch = nullcontext() if compiled is None else compiled_step.switched(compiled, loop)
-        with torch.set_grad_enabled(grad), switch:
-            out = enc(x.detach().requires_grad_(grad), mask)
+        with torch.set_grad_enabled(grad):
+            out = run(x.detach().requires_grad_(grad), mask)
             if grad:
                 (out.hidden.sum() + out.distances.sum() + out.input_distances.sum()).backward()
     return step
 
 
 def encoder_table(args, x, masks, repeats, clock) -> list[dict]:
-    """nn.LSTM vs ONLSTM for every configuration; where the compiled step is built, also the ONLSTM with its
-    per-step element-wise work as PyTorch operations (``loop``) and, where the whole-loop path runs, with the
-    per-step compiled path (``step``), timed in the same turns. Returns one dict per line."""
-    both = compiled_step.built() and x.device.type == "cpu"
-    whole = both and compiled_step.loop_usable(x)
+    """nn.LSTM vs ONLSTM (``backend="auto"``) for every configuration; also the ONLSTM with ``backend="torch"``
+    (``loop``) where the compiled loop runs instead, and on a GPU ``torch.compile`` of the encoder (``compiled``),
+    timed in the same turns. Returns one dict per line."""
+    loop_column = native.usable(x)
+    compile_column = x.device.type == "cuda" and not args.no_compile
     header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
-    if whole:
-        header += f"{'step ms':>10}{'ratio':>8}"
-    if both:
+    if loop_column:
         header += f"{'loop ms':>10}{'ratio':>8}"
+    if compile_column:
+        header += f"{'compiled ms':>12}{'ratio':>8}"
     print(header)
     print("-" * len(header))
     rows = []
@@ -138,11 +137,13 @@ def encoder_table(args, x, masks, repeats, clock) -> list[dict]:
         lstm = lstm.to(x.device).train(grad)
         enc = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi).to(x.device).train(grad)
         mask = masks[mask_name]
-        contenders = [lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad, compiled=True if both else None)]
-        if whole:
-            contenders.append(onlstm_step(enc, x, mask, grad, compiled=True, loop=False))
-        if both:
-            contenders.append(onlstm_step(enc, x, mask, grad, compiled=False))
+        contenders = [lstm_step(lstm, x, mask, grad), onlstm_step(enc, x, mask, grad)]
+        if loop_column:
+            plain = ONLSTM(args.input, args.hidden, args.chunk, num_layers=layers, bidirectional=bi, backend="torch")
+            plain.load_state_dict(enc.state_dict())
+            contenders.append(onlstm_step(plain.to(x.device).train(grad), x, mask, grad))
+        if compile_column:
+            contenders.append(onlstm_step(enc, x, mask, grad, torch.compile(enc, dynamic=True)))
         t_lstm, t_on, *others = interleaved_medians(contenders, repeats, clock=clock)
         mode = "forward+backward" if grad else "inference"
         line = (f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  {mode:<17}{t_lstm:>11.2f}{t_on:>11.2f}"
@@ -151,7 +152,7 @@ def encoder_table(args, x, masks, repeats, clock) -> list[dict]:
             line += f"{t_other:>10.2f}{t_other / t_lstm:>7.2f}x"
         print(line)
         rows.append(dict(dirs="bi" if bi else "uni", layers=layers, mask=mask_name, mode=mode, lstm=t_lstm,
-                         onlstm=t_on, ratio=t_on / t_lstm))
+                         onlstm=t_on, ratio=t_on / t_lstm, others=[t / t_lstm for t in others]))
     return rows
 
 
@@ -191,7 +192,8 @@ def lm_table(args, repeats, clock) -> list[dict]:
 
 def markdown_tables(tables: dict[int, list[dict]]) -> None:
     """The ratios ON-LSTM / nn.LSTM of every thread count's table as Markdown: one row per dirs x layers, one column
-    per mask and mode."""
+    per mask and mode; where the table has more ON-LSTM columns (``loop``, ``compiled``) their ratios follow, in that
+    order, after a slash."""
     for threads, rows in tables.items():
         masks = list(dict.fromkeys(r["mask"] for r in rows if r["dirs"] != "LM"))
         modes = ("inference", "forward+backward")
@@ -199,10 +201,10 @@ def markdown_tables(tables: dict[int, list[dict]]) -> None:
         print("| dirs x layers | " + " | ".join(f"{mask}, {mode}" for mask in masks for mode in modes) + " |")
         print("|---|" + "---|" * (len(masks) * len(modes)))
         for dirs, layers in dict.fromkeys((r["dirs"], r["layers"]) for r in rows):
-            cells = {(r["mask"], r["mode"]): r["ratio"] for r in rows if (r["dirs"], r["layers"]) == (dirs, layers)}
+            cells = {(r["mask"], r["mode"]): " / ".join(f"{v:.2f}x" for v in (r["ratio"], *r.get("others", ())))
+                     for r in rows if (r["dirs"], r["layers"]) == (dirs, layers)}
             label = "LM stack (B 20, T 70, 400-1150-1150-400)" if dirs == "LM" else f"{dirs} x {layers}"
-            print(f"| {label} | " + " | ".join(f"{cells[(m, mode)]:.2f}x" if (m, mode) in cells else ""
-                                             for m in masks for mode in modes) + " |")
+            print(f"| {label} | " + " | ".join(cells.get((m, mode), "") for m in masks for mode in modes) + " |")
 
 
 def dropconnect_lines(args, x, masks, repeats, clock) -> None:
@@ -222,14 +224,13 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
                                                      3 * repeats, clock=clock)
         print(f"{'bi' if bi else 'uni':<5}{layers:>7}{mask_name:>7}  off {t_off:.2f} ms, on {t_on:.2f} ms: "
               f"{100 * (t_on / t_off - 1):+.1f}% (control {100 * (t_control / t_off - 1):+.1f}%)")
-        if x.device.type == "cpu" and compiled_step.built() and not bi:
+        if native.usable(x) and not bi:
             weights = [cell.weight_hh for cell in on.cells]
 
             def masks_only(compiled: bool, model: ONLSTM = on, weights: list = weights) -> Callable[[], None]:
                 def step() -> None:
                     model.zero_grad(set_to_none=True)
-                    with compiled_step.switched(compiled):
-                        sampled = drop_connect(weights, 0.3, training=True)
+                    sampled = drop_connect(weights, 0.3, training=True, backend="auto" if compiled else "torch")
                     torch.autograd.backward(sampled, [torch.ones_like(w) for w in sampled])
                 return step
             t_c, t_t = interleaved_medians([masks_only(True), masks_only(False)], 3 * repeats, clock=clock)
@@ -323,6 +324,7 @@ def main() -> None:
                     help="torch.set_num_threads: one count, or a comma-separated sweep such as 1,2 (one table per "
                          "count; default: torch's own)")
     ap.add_argument("--markdown", action="store_true", help="also print the ratio tables as Markdown")
+    ap.add_argument("--no-compile", action="store_true", help="on a GPU, leave out the torch.compile column")
     ap.add_argument("--lm", action="store_true", help="also time the language model's shapes (see above)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                     help="where to run (default: the GPU when there is one)")
@@ -353,9 +355,9 @@ def main() -> None:
     }
 
     print(f"machine: {machine()}")
-    print(f"compiled ON-LSTM step: {'built' if compiled_step.built() else 'not built'}, "
-          f"{'in use' if compiled_step.usable(x) else 'not used'} for these inputs; whole-loop path "
-          f"{'in use' if compiled_step.loop_usable(x) else 'not used'}")
+    reason = native.why_not(x)
+    print(f"compiled ON-LSTM loop: {'in use' if reason is None else 'not used'} for these inputs"
+          + ("" if reason is None else f" ({reason})"))
     print(f"device: {device}")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "

@@ -1,5 +1,6 @@
 """Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails, and with
-ONLSTM_REQUIRE_COMPILED=1 (also set by .ci/run) a skipped test of the compiled ON-LSTM step fails."""
+ONLSTM_REQUIRE_COMPILED=1 (also set by .ci/run) a skipped test of the compiled ON-LSTM loop fails, and with
+ONLSTM_REQUIRE_CUDA=1 (set by scripts/gpu_check.sh) a skipped CUDA test fails."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 REQUIRE_SHARED = os.environ.get("ONLSTM_REQUIRE_SHARED_DATA") == "1"
 REQUIRE_COMPILED = os.environ.get("ONLSTM_REQUIRE_COMPILED") == "1"
+REQUIRE_CUDA = os.environ.get("ONLSTM_REQUIRE_CUDA") == "1"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -29,6 +31,9 @@ def pytest_runtest_makereport(item, call):
     if REQUIRE_COMPILED and report.skipped and item.get_closest_marker("compiled") is not None:
         report.outcome = "failed"
         report.longrepr = (
-            f"{item.nodeid}: needs the compiled ON-LSTM step, which ONLSTM_REQUIRE_COMPILED=1 makes required, "
+            f"{item.nodeid}: needs the compiled ON-LSTM loop, which ONLSTM_REQUIRE_COMPILED=1 makes required, "
             f"but it was skipped: {report.longrepr}"
         )
+    if REQUIRE_CUDA and report.skipped and item.get_closest_marker("cuda") is not None:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid}: needs a GPU, which ONLSTM_REQUIRE_CUDA=1 makes required: {report.longrepr}"

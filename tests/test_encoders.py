@@ -22,7 +22,7 @@ from onlstm_tasks.encoders import (
 )
 from onlstm_tasks.encoders.base import reverse_padded
 from onlstm_tasks.encoders.dropout import locked_dropout
-from onlstm_tasks.encoders.onlstm import compiled as compiled_step
+from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect, keep_threshold, random_lanes
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
@@ -140,7 +140,7 @@ def test_dropconnect_one_mask_per_forward_pass_shared_over_time():
 
 
 GENERATORS = [pytest.param(True, id="compiled-xoshiro",
-                            marks=[pytest.mark.compiled, pytest.mark.skipif(not compiled_step.built(), reason="the compiled library was not built")]),
+                            marks=[pytest.mark.compiled, pytest.mark.skipif(not native.available(), reason="the compiled kernels were not built")]),
               pytest.param(False, id="torch-random")]
 
 
@@ -149,9 +149,8 @@ GENERATORS = [pytest.param(True, id="compiled-xoshiro",
 def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
     torch.manual_seed(0)
     n = 1 << 20
-    with compiled_step.switched(compiled):
-        lanes = random_lanes(n)
-        (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True)
+    lanes = random_lanes(n, compiled=compiled)
+    (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True, backend="auto" if compiled else "torch")
     threshold, scale = keep_threshold(keep)
     rounded = threshold / 2**15  # the keep probability at the masks' 15-bit resolution
     assert abs(rounded - keep) <= 2**-16 and scale == 1 / rounded  # so the mask's mean is exactly 1
@@ -172,22 +171,21 @@ def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
 @pytest.mark.parametrize("compiled", GENERATORS)
 def test_dropconnect_masks_follow_torch_manual_seed_and_differ_between_calls(compiled):
     w = torch.randn(50, 40)
-    with compiled_step.switched(compiled):
-        torch.manual_seed(7)
-        a, b = drop_connect([w, w], 0.5, training=True)
-        torch.manual_seed(7)
-        a2, b2 = drop_connect([w, w], 0.5, training=True)
-        c, _ = drop_connect([w, w], 0.5, training=True)
+    backend = "auto" if compiled else "torch"
+    torch.manual_seed(7)
+    a, b = drop_connect([w, w], 0.5, training=True, backend=backend)
+    torch.manual_seed(7)
+    a2, b2 = drop_connect([w, w], 0.5, training=True, backend=backend)
+    c, _ = drop_connect([w, w], 0.5, training=True, backend=backend)
     assert torch.equal(a, a2) and torch.equal(b, b2)
     assert not torch.equal(a, b) and not torch.equal(a, c)
 
 
 @pytest.mark.parametrize("compiled", GENERATORS)
 def test_dropconnect_weights_are_zero_or_scaled_and_get_masked_gradients(compiled):
-    enc = ONLSTM(6, 8, 2, dropconnect=0.3).train()
+    enc = ONLSTM(6, 8, 2, dropconnect=0.3, backend="auto" if compiled else "torch").train()
     torch.manual_seed(3)
-    with compiled_step.switched(compiled):
-        (w,) = enc.recurrent_weights()
+    (w,) = enc.recurrent_weights()
     kept = w != 0
     scale = 2**15 / round(0.7 * 2**15)
     torch.testing.assert_close(w[kept], enc.cells[0].weight_hh[kept] * scale)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM, CellStackEncoder, ONLSTMCell, RecurrentCell, ReferenceONLSTMCell
-from onlstm_tasks.encoders.onlstm import compiled
+from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.equations import (
     cumax,
     master_input_gate,
@@ -212,17 +212,17 @@ def test_cell_stack_of_onlstm_cells_gives_the_fast_path_outputs_and_gradients(ma
         torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("on", [pytest.param(True, id="compiled", marks=[
-    pytest.mark.compiled, pytest.mark.skipif(not compiled.built(), reason="the compiled ON-LSTM step was not built")]),
-    pytest.param(False, id="pytorch")])
-def test_cell_stack_of_onlstm_cells_within_1e_5_of_the_fast_path_in_float32(on):
+@pytest.mark.parametrize("backend", [pytest.param("compiled", marks=[
+    pytest.mark.compiled, pytest.mark.skipif(not native.available(), reason="the compiled ON-LSTM loop was not built")]),
+    "torch"])
+def test_cell_stack_of_onlstm_cells_within_1e_5_of_the_fast_path_in_float32(backend):
     """The same in float32 against both back ends of the fast path (the compiled step and the PyTorch loop): both
     compute the equations ONLSTMCell.step applies."""
     torch.manual_seed(7)
-    fast = ONLSTM(8, 32, 8, num_layers=2, bidirectional=True).eval()
+    fast = ONLSTM(8, 32, 8, num_layers=2, bidirectional=True, backend=backend).eval()
     stack = cell_stack_like(fast)
     x, mask = mixed_batch(torch.float32, features=8)
-    with compiled.switched(on), torch.no_grad():
+    with torch.no_grad():
         want = fast(x, mask).hidden
     with torch.no_grad():
         got = stack(x, mask).hidden

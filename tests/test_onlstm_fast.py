@@ -1,10 +1,11 @@
-"""The fast ON-LSTM path (hand-written autograd Function) against the plain reference cell, which stays the oracle."""
+"""The fast ON-LSTM path (the layer operator with its hand-written backward) against the plain reference cell, which
+stays the oracle."""
 
 import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction, onlstm_layer
+from onlstm_tasks.encoders.onlstm.layer_op import run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 from onlstm_tasks.encoders.onlstm.runs import step_runs
 
@@ -122,51 +123,44 @@ def test_padding_may_hold_nan():
     assert all(torch.isfinite(p.grad).all() for p in enc.parameters())
 
 
+@pytest.mark.parametrize("backend", ["torch", "auto"])
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("dirs", [1, 2])
-@pytest.mark.parametrize("batch_sizes", [[3, 3, 3], [4, 4, 3, 1], [8, 7, 7, 6, 2, 1, 0]])
-def test_gradcheck_through_the_function(symmetric, dirs, batch_sizes):
-    """float64 gradcheck of (x, W_ih, bias, W_hh) -> (h, forget distances, input distances), padding included."""
+@pytest.mark.parametrize("lengths", [[3, 3, 3], [4, 1, 4, 3], [7, 1, 6, 7, 2, 7, 5, 0]])
+def test_gradcheck_through_the_operator(backend, symmetric, dirs, lengths):
+    """float64 gradcheck of (x, W_ih, bias, W_hh) -> (h, forget distances, input distances), padding (and a row of
+    length 0) included; float64 runs the PyTorch loop whatever the backend asks."""
     torch.manual_seed(4)
     hidden, levels, features = 4, 2, 3
     gates = 4 * hidden + 2 * levels
-    steps, rows = len(batch_sizes), batch_sizes[0]
+    steps, rows = max(lengths), len(lengths)
     args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
-            ((dirs, steps, rows, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
-    assert torch.autograd.gradcheck(lambda *a: ONLSTMLayerFunction.apply(*a, batch_sizes, symmetric), args)
+            ((rows, steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
+    lengths = torch.tensor(lengths)
+    assert torch.autograd.gradcheck(lambda x, *w: run_layer(x, lengths, *w, symmetric, backend)[:3], args)
 
 
 @pytest.mark.parametrize("steps", [1, 2, 5])
 @pytest.mark.parametrize("carry", [False, True], ids=["zero-state", "carried-state"])
-def test_gradcheck_of_a_batch_major_full_batch(steps, carry):
-    """float64 gradcheck of one direction over a full batch whose x is a transposed view of [B, T, D], as the encoder
-    passes it: the layer then lays out its buffers batch-major, and the backward pairs each step with the previous
-    one in (row, step) order (a row's step 0 against the row before's last step, subtracted again)."""
+def test_gradcheck_of_a_full_batch_from_a_state(steps, carry):
+    """float64 gradcheck of one direction over a full batch, x a slice of a longer batch, from a constant state (the
+    step-0 share of dW_hh, the doubled initial cell) or from zeros, through every output, the final cell included."""
     torch.manual_seed(5)
     hidden, levels, features, rows = 4, 2, 3, 3
     gates = 4 * hidden + 2 * levels
-    # x's steps a slice of a longer batch, as a caller may pass it
     x = torch.randn(rows, steps + 1, features, dtype=torch.double, requires_grad=True)
     weights = [torch.randn(*shape, dtype=torch.double, requires_grad=True)
                for shape in ((1, gates, features), (1, gates), (1, gates, hidden))]
-    state = [torch.randn(1, rows, hidden, dtype=torch.double) for _ in range(2)]
-
-    def run(x, *weights):
-        view = x[:, :steps].transpose(0, 1).unsqueeze(0)  # [1, T, B, D], batch-major in memory
-        if carry:
-            return ONLSTMCarryFunction.apply(view, *weights, False, *state)
-        return ONLSTMLayerFunction.apply(view, *weights, [rows] * steps, False)
-
-    if steps > 1:  # (one step: either layout is both)
-        h = run(x, *weights)[0]
-        assert h.stride(2) > h.stride(1)  # laid out batch-major, as x
-    assert torch.autograd.gradcheck(run, (x, *weights))
+    state = tuple(torch.randn(1, rows, hidden, dtype=torch.double) for _ in range(2)) if carry else None
+    lengths = torch.full((rows,), steps)
+    assert torch.autograd.gradcheck(lambda x, *w: run_layer(x[:, :steps], lengths, *w, False, "torch", state),
+                                    (x, *weights))
 
 
 def test_double_backward_is_refused():
     args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
-            ((1, 3, 2, 3), (1, 20, 3), (1, 20), (1, 20, 4))]
-    h, _, _ = onlstm_layer(*args, [2, 2, 2], False)
+            ((2, 3, 3), (1, 20, 3), (1, 20), (1, 20, 4))]
+    h = run_layer(args[0], torch.tensor([3, 3]), *args[1:], False)[0]
     (grad,) = torch.autograd.grad(h.pow(2).sum(), args[0], create_graph=True)
     with pytest.raises(RuntimeError):
         torch.autograd.grad(grad.sum(), args[0])

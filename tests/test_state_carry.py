@@ -12,7 +12,7 @@ import torch
 
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.encoders.base import StatefulEncoder, detach_state
-from onlstm_tasks.encoders.onlstm.function import ONLSTMCarryFunction, ONLSTMLayerFunction
+from onlstm_tasks.encoders.onlstm.layer_op import run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_step
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -176,22 +176,22 @@ def test_second_window_and_its_gradients_match_the_reference_started_from_the_st
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("dirs", [1, 2])
 @pytest.mark.parametrize("with_state", [True, False])
-def test_gradcheck_through_the_carry_function(symmetric, dirs, with_state):
+def test_gradcheck_through_the_operator_with_state(symmetric, dirs, with_state):
     """float64 gradcheck of (x, W_ih, bias, W_hh) -> (h, distances, final c) from a constant nonzero h0, c0 (the
     step-0 share of dW_hh, the doubled initial cell) or from zeros (the final c's gradient alone)."""
     torch.manual_seed(4)
     steps, rows, hidden, levels, features = 3, 2, 4, 2, 3
     gates = 4 * hidden + 2 * levels
     args = [torch.randn(*shape, dtype=torch.double, requires_grad=True) for shape in
-            ((dirs, steps, rows, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
-    h0, c0 = (torch.randn(dirs, rows, hidden, dtype=torch.double) for _ in range(2))
-    if not with_state:
-        h0 = c0 = None
-    assert torch.autograd.gradcheck(lambda *a: ONLSTMCarryFunction.apply(*a, symmetric, h0, c0), args)
-    if not with_state:  # from zeros, the same outputs as the function without state carry
+            ((rows, steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
+    state = tuple(torch.randn(dirs, rows, hidden, dtype=torch.double) for _ in range(2)) if with_state else None
+    lengths = torch.full((rows,), steps)
+    assert torch.autograd.gradcheck(lambda *a: run_layer(*a[:1], lengths, *a[1:], symmetric, "torch", state), args)
+    if not with_state:  # from zeros, the same outputs as an explicit zero state
+        zeros = tuple(torch.zeros(dirs, rows, hidden, dtype=torch.double) for _ in range(2))
         with torch.no_grad():
-            carried = ONLSTMCarryFunction.apply(*args, symmetric, None, None)
-            plain = ONLSTMLayerFunction.apply(*args, [rows] * steps, symmetric)
+            plain = run_layer(args[0], lengths, *args[1:], symmetric, "torch")
+            carried = run_layer(args[0], lengths, *args[1:], symmetric, "torch", zeros)
         for a, b in zip(carried, plain):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 

@@ -133,12 +133,15 @@ EncoderFactory = Callable[[int], SequenceEncoder]
 def check_mask(mask: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     """Validates a padding mask of the contract (module docstring) for inputs whose first two axes are ``shape``
     ([B, T]) and returns its lengths [B]. The one mask check of encoders and the CRF: ValueError when the mask is
-    not bool, has another shape, has a row with no true token, or is not left-aligned."""
+    not bool, has another shape, has a row with no true token, or is not left-aligned (these two in eager mode only:
+    under ``torch.compile`` a check that reads the values would break the graph)."""
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
     if tuple(mask.shape) != tuple(shape):
         raise ValueError(f"mask must have shape {tuple(shape)}, got {tuple(mask.shape)}")
     lengths = mask.sum(dim=1)
+    if torch.compiler.is_compiling():  # no data-dependent checks inside a compiled graph (eager mode checks them)
+        return lengths
     if bool((lengths == 0).any()):
         row = int((lengths == 0).nonzero()[0])
         raise ValueError(f"mask row {row} has no true token; every sequence needs at least one")

@@ -68,6 +68,12 @@ class CRF(nn.Module):
         if tags.shape != mask.shape:
             raise ValueError(f"tags must have shape {tuple(mask.shape)}, got {tuple(tags.shape)}")
         tags = tags.masked_fill(~mask, 0)
+        if torch.compiler.is_compiling():  # pytorch-crf's forward checks the mask's values (a graph break): its
+            # two terms directly, as its forward computes them (eager mode has checked the mask in _check)
+            if self.crf.batch_first:
+                emissions, tags, mask = emissions.transpose(0, 1), tags.transpose(0, 1), mask.transpose(0, 1)
+            llh = self.crf._compute_score(emissions, tags, mask) - self.crf._compute_normalizer(emissions, mask)
+            return -llh.mean()
         return -self.crf(emissions, tags, mask=mask, reduction="mean")
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor, pad_value: int = 0) -> torch.Tensor:

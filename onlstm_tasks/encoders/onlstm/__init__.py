@@ -1,10 +1,11 @@
 """The ON-LSTM (Ordered Neurons LSTM, Shen et al., ICLR 2019), one file per job.
 
 From the bottom up: :mod:`.equations` (the gate layout, cumax and the master gates, the cell update: written once),
-:mod:`.compiled` (loads the compiled step ``_onlstm_step.c`` through ctypes) and :mod:`.dropconnect` (DropConnect
-on weights, also used by the library LSTM/GRU); :mod:`.runs` (runs of steps over a padded batch),
-:mod:`.steps_torch` (a step's element-wise work in PyTorch), :mod:`.layer_pass` (one layer's forward and backward),
-:mod:`.function` (the autograd Functions), :mod:`.batch_plan` (the batch layout around them); :mod:`.cell`
+:mod:`.native` (loads the C++ kernels of ``csrc/onlstm_cpu.cpp``, built at install) and :mod:`.dropconnect`
+(DropConnect on weights, also used by the library LSTM/GRU); :mod:`.runs` (runs of steps over a padded batch),
+:mod:`.steps_torch` (a step's element-wise work in PyTorch), :mod:`.layer_pass` (one layer's forward and backward
+time loop, compiled or PyTorch's), :mod:`.batch_plan` (the batch layout around it), :mod:`.layer_op` (the layer as
+the operator ``torch.ops.onlstm_tasks.onlstm_layer``); :mod:`.cell`
 (:class:`ONLSTMCell`: parameters, the fast layer run, and a one-step ``RecurrentCell`` method), :mod:`.reference`
 (the plain reference cell, the test oracle), :mod:`.encoder` (the public :class:`ONLSTM`) and
 :mod:`.master_gates` (the gates themselves, for inspection).

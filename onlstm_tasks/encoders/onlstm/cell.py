@@ -1,5 +1,5 @@
 """The parameters of one ON-LSTM direction, with two ways to run them: a whole layer through the fast time loop
-(:meth:`ONLSTMCell.run`, :mod:`.batch_plan`), or one batched step at a time as a
+(:meth:`ONLSTMCell.run`, the operator of :mod:`.layer_op`), or one batched step at a time as a
 :class:`~onlstm_tasks.encoders.cell_stack.RecurrentCell` (:meth:`ONLSTMCell.step`, :mod:`.equations`)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from ..cell_stack import RecurrentCell, State
-from .batch_plan import BatchPlan, run_directions
 from .equations import MASTER_INPUT_VARIANTS, onlstm_update
+from .layer_op import run_layer
 
 
 class ONLSTMCell(RecurrentCell):
@@ -48,16 +48,18 @@ class ONLSTMCell(RecurrentCell):
             nn.init.uniform_(p, -bound, bound)
 
     def run(
-        self, x: torch.Tensor, mask: torch.Tensor | None, weight_hh: torch.Tensor
+        self, x: torch.Tensor, mask: torch.Tensor | None, weight_hh: torch.Tensor, backend: str = "auto"
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Runs left to right over x [B, T, D] from a zero state.
 
         ``mask`` [B, T] bool, left-aligned (None when every row is full): a row's steps end at its length.
         Returns hidden states [B, T, H] and forget/input distances [B, T], all zero at padded steps.
         Differentiable in ``x``, the parameters and ``weight_hh`` (passed in so DropConnect can replace it).
+        ``backend``: the time loop's, as :class:`~.encoder.ONLSTM`'s.
         """
-        plan = BatchPlan(mask, x.size(0), x.size(1), x.device)
-        h, d_forget, d_input = run_directions([self], x, plan, [weight_hh])
+        lengths = x.new_full((x.size(0),), x.size(1), dtype=torch.long) if mask is None else mask.sum(1)
+        h, d_forget, d_input, _ = run_layer(x, lengths, self.weight_ih[None], (self.bias_ih + self.bias_hh)[None],
+                                            weight_hh[None], self.master_input == "symmetric", backend)
         return h, d_forget[0], d_input[0]
 
     def project(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """DropConnect on weight matrices (AWD-LSTM style), for the ON-LSTM and the library LSTM/GRU: the masks' random
-lanes and the two back ends that apply them (compiled through :mod:`.compiled`, or PyTorch operations)."""
+lanes and the two back ends that apply them (the compiled kernels through :mod:`.native`, or PyTorch operations)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import torch
 
-from . import compiled
+from . import native
 
 
-def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> list[torch.Tensor]:
+def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool, backend: str = "auto") -> list[torch.Tensor]:
     """DropConnect on weight matrices: one independent mask per matrix and call (so per forward pass), inverted
     scaling.
 
@@ -22,7 +22,8 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> l
     The masks are drawn as :func:`random_lanes` (``torch.manual_seed`` reproduces them) and
     applied by one of two back ends, which give bit-identical results from the same lanes:
 
-    - float32 on the CPU with the compiled library built (:mod:`.compiled`): one pass per matrix reads its lanes
+    - float32 on the CPU with the compiled kernels built (:mod:`.native`) and ``backend`` not ``"torch"``, outside
+      ``torch.compile``: one pass per matrix reads its lanes
       and writes the masked weights, and the backward reads the same lanes to mask the gradient: no mask is
       materialised. With the lanes' generator, forward plus backward take a third (one thread) to a half (two
       threads) of the time of the PyTorch path (``scripts/benchmark_encoders.py --dropconnect-only`` prints both);
@@ -33,8 +34,9 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool) -> l
         return weights
     threshold, scale = keep_threshold(1.0 - p)
     sizes = [w.numel() for w in weights]
-    lanes = random_lanes(sum(sizes), weights[0].device).split(sizes)
-    apply = _CompiledDropConnect.apply if all(compiled.usable(w) for w in weights) else _masked
+    compiled = backend != "torch" and not torch.compiler.is_compiling() and all(native.usable(w) for w in weights)
+    lanes = random_lanes(sum(sizes), weights[0].device, compiled).split(sizes)
+    apply = _CompiledDropConnect.apply if compiled else _masked
     return [apply(w, lane, threshold, scale) for w, lane in zip(weights, lanes)]
 
 
@@ -57,34 +59,36 @@ def keep_threshold(keep: float) -> tuple[int, float]:
     return threshold, 2**15 / threshold
 
 
-def random_lanes(n: int, device: torch.device | str | None = None) -> torch.Tensor:
+def random_lanes(n: int, device: torch.device | str | None = None, compiled: bool | None = None) -> torch.Tensor:
     """``n`` int16 values whose low 15 bits are uniform and independent, on ``device``, drawn from or seeded by
     torch's generator (so ``torch.manual_seed`` reproduces them).
 
-    On the CPU with the compiled library (:mod:`.compiled`): the two 16-bit halves of 32-bit words from sixteen
+    With ``compiled`` (None: whenever the compiled kernels can run on ``device``, :mod:`.native`): the two 16-bit halves of 32-bit words from sixteen
     xoshiro128++ generators side by side, whose 128-bit states torch's generator draws afresh at every call (64
     words): 0.04 ms for a 1088 x 256 matrix, against 0.29 ms for the words of torch's own CPU generator below (an
     mt19937), which was the largest part of DropConnect's cost. Elsewhere: the four 16-bit lanes of each word of
     ``random_`` on int64 (uniform on [0, 2^63), so the top lane's sign bit is always 0), a quarter of the random words
     of ``torch.rand``."""
     device = torch.device("cpu" if device is None else device)
-    if compiled.on_cpu(device):
-        state = torch.randint(-2**31, 2**31, (4 * compiled.STREAMS,), dtype=torch.int32)
-        return compiled.random_words((n + 1) // 2, state).view(torch.int16)[:n]
+    if compiled is None:
+        compiled = native.usable(torch.empty(0, device=device))
+    if compiled:
+        state = torch.randint(-2**31, 2**31, (4 * native.STREAMS,), dtype=torch.int32)
+        return native.random_words((n + 1) // 2, state).view(torch.int16)[:n]
     return torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_().view(torch.int16)[:n]
 
 
 class _CompiledDropConnect(torch.autograd.Function):
-    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.compiled.masked`);
+    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.native.masked`);
     the backward masks the gradient with the same lanes."""
 
     @staticmethod
     def forward(ctx, weight, lanes, threshold, scale):
         ctx.save_for_backward(lanes)
         ctx.mask_args = (threshold, scale)
-        return compiled.masked(weight, lanes, threshold, scale)
+        return native.masked(weight, lanes, threshold, scale)
 
     @staticmethod
     def backward(ctx, grad):
         (lanes,) = ctx.saved_tensors
-        return compiled.masked(grad, lanes, *ctx.mask_args), None, None, None
+        return native.masked(grad, lanes, *ctx.mask_args), None, None, None

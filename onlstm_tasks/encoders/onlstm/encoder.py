@@ -9,9 +9,9 @@ from torch import nn
 
 from ..base import EncoderOutput, StatefulEncoder, check_layer_states
 from ..dropout import check_probability, locked_dropout
-from .batch_plan import BatchPlan, run_directions, run_left_to_right
 from .cell import ONLSTMCell
 from .dropconnect import drop_connect
+from .layer_op import BACKENDS, run_layer
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
@@ -29,6 +29,10 @@ class ONLSTM(StatefulEncoder):
         dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
         dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
         master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
+        backend: the time loop: ``"compiled"`` (the C++ kernels built at install; float32 on the CPU), ``"torch"``
+            (PyTorch operations; any device and dtype) or ``"auto"`` (the compiled loop wherever it can run, else
+            PyTorch's). Every back end computes the same function (tested against the reference cell); each layer is
+            one call of the operator ``torch.ops.onlstm_tasks.onlstm_layer``, which ``torch.compile`` takes whole.
 
     Distances in the output are ``1 - mean(f~_t)`` (master forget) and ``mean(i~_t)`` (master input) per layer
     and direction.
@@ -48,8 +52,11 @@ class ONLSTM(StatefulEncoder):
         dropout: float = 0.0,
         dropconnect: float = 0.0,
         master_input: str = "paper",
+        backend: str = "auto",
     ) -> None:
         super().__init__()
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
         if input_size <= 0:
             raise ValueError(f"input_size must be positive, got {input_size}")
         if num_layers < 1:
@@ -63,6 +70,7 @@ class ONLSTM(StatefulEncoder):
         self.hidden_sizes = sizes
         self.num_layers, self.bidirectional = num_layers, bidirectional
         self.dropout, self.dropconnect, self.master_input = dropout, dropconnect, master_input
+        self.backend = backend
         self.num_directions = 2 if bidirectional else 1
         self.output_size = sizes[-1] * self.num_directions
         self.cells = nn.ModuleList(
@@ -90,32 +98,43 @@ class ONLSTM(StatefulEncoder):
     def recurrent_weights(self) -> list[torch.Tensor]:
         """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode (see
         :func:`drop_connect`): one sample per cell, in cell order (layer-major, forward direction first)."""
-        return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training)
+        return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training, self.backend)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 state: LayerStates | None = None) -> EncoderOutput:
-        mask = self.check_inputs(x, mask)
-        full = bool(mask.all())
+        compiling = torch.compiler.is_compiling()
+        if compiling:  # no data-dependent checks in a compiled graph: a given mask counts as ragged
+            full, lengths = mask is None, None if mask is None else mask.sum(1)
+        else:
+            mask = self.check_inputs(x, mask)
+            lengths = mask.sum(1)
+            full = bool((lengths == x.size(1)).all())
+        if lengths is None:
+            lengths = torch.full((x.size(0),), x.size(1), dtype=torch.long, device=x.device)
         carry = self.carries_state(full, state)
         if state is not None:
             check_layer_states(state, ("h", "c"), self.hidden_sizes, x)
-        plan = BatchPlan(None if full else mask, x.size(0), x.size(1), x.device)
         weights = self.recurrent_weights()
-        dirs = self.num_directions
+        dirs, symmetric = self.num_directions, self.master_input == "symmetric"
 
         layers, dist_forget, dist_input, finals = [], [], [], []
         layer_input = x
         for layer in range(self.num_layers):
             if layer > 0:
                 layer_input = locked_dropout(layer_input, self.dropout, self.training)
-            layer_weights = weights[layer * dirs : (layer + 1) * dirs]
-            if carry:  # left to right on a full batch: from the given state (or zeros) to the final one
-                hidden, d_f, d_i, final = run_left_to_right(self.cell(layer), layer_input, plan, layer_weights[0],
-                                                            None if state is None else state[layer])
-                finals.append(final)
-            else:  # both directions side by side; states and distances come back zero at padded steps
-                hidden, d_f, d_i = run_directions(list(self.cells[layer * dirs : (layer + 1) * dirs]), layer_input,
-                                                  plan, layer_weights)
+            cells = self.cells[layer * dirs : (layer + 1) * dirs]
+            if dirs == 1:  # no stack: views cost nothing
+                w_ih, bias, w_hh = cells[0].weight_ih[None], (cells[0].bias_ih + cells[0].bias_hh)[None], \
+                    weights[layer][None]
+            else:
+                w_ih = torch.stack([cell.weight_ih for cell in cells])
+                bias = torch.stack([cell.bias_ih + cell.bias_hh for cell in cells])
+                w_hh = torch.stack(weights[layer * dirs : (layer + 1) * dirs])
+            start = None if state is None else (state[layer][0][None], state[layer][1][None])
+            hidden, d_f, d_i, c_last = run_layer(layer_input, lengths, w_ih, bias, w_hh, symmetric, self.backend,
+                                                 start)
+            if carry:  # left to right on a full batch: the state after the last step, to start the next window from
+                finals.append((hidden[:, -1].clone(), c_last[0]))
             layers.append(hidden)
             dist_forget.append(d_f)
             dist_input.append(d_i)
