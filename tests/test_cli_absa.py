@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli_helpers import last_metrics, run_cli, single_and_ddp_test_metrics, tiny_absa_config
+from cli_helpers import last_metrics, single_and_ddp_test_metrics, tiny_absa_config
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.absa import AspectSentimentDataModule
 from onlstm_tasks.sample_data import sample_path

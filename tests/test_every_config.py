@@ -17,7 +17,8 @@ fails. What is changed in a copy of each config, and nothing else:
 * the trainer: one step, one validation batch, on the CPU, writing under a temporary folder.
 
 The ``pretrained_lm`` configs (``ner/ontonotes_onlstm_crf_lm_init.yaml``,
-``absa/semeval14_laptops_onlstm_td_lm_init.yaml``) read the checkpoint that ``lm/unlabelled_en_onlstm_bi.yaml``
+``absa/semeval14_laptops_onlstm_td_lm_init.yaml``) and the ``lm_features`` one
+(``ner/ontonotes_onlstm_crf_vectors_lm_features.yaml``) read the checkpoint that ``lm/unlabelled_en_onlstm_bi.yaml``
 writes (their ``pretrained_lm`` path, relative to the working folder): unless that config already ran in the same
 folder, it runs first.
 
@@ -219,11 +220,12 @@ def workdir(tmp_path_factory):
 def test_config_builds_and_takes_a_training_and_a_validation_step(config, workdir, monkeypatch):
     monkeypatch.chdir(workdir)  # the configs' relative run folders (and pretrained_lm) land here
     model = yaml.safe_load(config.read_text())["model"]["init_args"]
-    if model.get("pretrained_lm"):
-        assert model["pretrained_lm"].startswith("runs/lm_unlabelled_en_bi/"), "which config writes this checkpoint?"
-        if not Path(model["pretrained_lm"]).is_file():
-            fit_one_step(CONFIG_DIR / LM_FOR_INIT, workdir)
-        assert Path(model["pretrained_lm"]).is_file()
+    for key in ("pretrained_lm", "lm_features"):
+        if model.get(key):
+            assert model[key].startswith("runs/lm_unlabelled_en_bi/"), "which config writes this checkpoint?"
+            if not Path(model[key]).is_file():
+                fit_one_step(CONFIG_DIR / LM_FOR_INIT, workdir)
+            assert Path(model[key]).is_file()
     for path in lm_checkpoints(model):
         assert path.startswith("runs/lm_unlabelled_en"), "which config writes this checkpoint?"
         if not Path(path).is_file():

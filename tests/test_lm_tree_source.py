@@ -296,9 +296,9 @@ def test_an_absa_checkpoint_predicts_the_lm_trees_with_the_lm_file_deleted(tmp_p
 
 
 def test_words_are_framed_and_looked_up_as_the_language_model_reads_them(lm_path):
-    from onlstm_tasks.tasks.lm_trees import _lm_config
+    from onlstm_tasks.tasks.frozen_lm import read_lm_config
 
-    config, _ = _lm_config(str(lm_path))
+    config, _ = read_lm_config(str(lm_path))
     vocab = config["word_vocab"]
     source = lm_source(lm_path)
     ids = LanguageModelTrees(config, source).word_ids([["The", "cat", "zzz"]]).word_ids[0].tolist()

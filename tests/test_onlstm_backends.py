@@ -74,7 +74,6 @@ def test_the_compiled_loop_gives_the_pytorch_outputs_and_gradients(threads, symm
     shapes = ((len(lengths), steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
     args = [torch.randn(*shape, generator=g) for shape in shapes]
     state = tuple(torch.randn(dirs, len(lengths), hidden, generator=g) for _ in range(2)) if carry else None
-    full = len(set(lengths)) == 1
     lengths = torch.tensor(lengths)
     results = []
     for backend in ("compiled", "torch"):

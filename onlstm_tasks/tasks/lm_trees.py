@@ -25,7 +25,6 @@ of tens of thousands of words item by item). The weights travel in the task mode
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -33,28 +32,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
-from onlstm_tasks.data.common import word_options
-from onlstm_tasks.data.features import TokenEncoder, WordNormalizer
-from onlstm_tasks.data.vocab import Vocabulary
-from onlstm_tasks.encoders.base import EncoderOutput
-from onlstm_tasks.errors import CheckpointError, ConfigError
-from onlstm_tasks.tasks.hub import build_task_model, plain_init_args
-from onlstm_tasks.tasks.language_model import LanguageModel
+from onlstm_tasks.errors import ConfigError
+from onlstm_tasks.tasks.frozen_lm import FrozenLanguageModel, read_lm_config, saved_lm_config
 from onlstm_tasks.tasks.tree_fields import distance_tree_fields
-from onlstm_tasks.tasks.words import trim_frame
 from onlstm_tasks.trees.induce import heads_tensor
 from onlstm_tasks.trees.source import TreeSource
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LanguageModelTrees", "attach_lm_trees", "lm_tree_source"]
-
-# init arguments of the language model that do not shape its embedding and encoder
-_TRAINING_ONLY = ("optimizer", "lr_scheduler", "tree_layer", "tree_directions")
-_KEPT_STATE = ("net.embedder.", "net.encoder.")
-
 
 def lm_tree_source(model: nn.Module) -> TreeSource | None:
     """The ``tree_source`` of kind ``lm`` among ``model``'s modules (None without one). Several must agree: one
@@ -67,90 +53,32 @@ def lm_tree_source(model: nn.Module) -> TreeSource | None:
     return next(iter(sources), None)
 
 
-def _lm_config(path: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """What rebuilds a LanguageModel checkpoint's embedding and encoder (plain values) and their weights."""
-    checkpoint = read_checkpoint_file(path)  # CheckpointError naming the file when it is missing or broken
-    hparams = dict(checkpoint.get("hyper_parameters") or {})
-    state = checkpoint["state_dict"]
-    if "word_vocab" not in hparams or "embedding_dim" not in hparams or "net.embedder.embedding.weight" not in state:
-        raise CheckpointError(f"{path}: not a LanguageModel checkpoint (tree_source kind lm reads the trees of a "
-                              "language model trained with onlstm-tasks fit and a configs/lm/ config)")
-    init_args = {k: v for k, v in plain_init_args(hparams, path).items()
-                 if k not in _TRAINING_ONLY and k not in ("word_vocab", "char_vocab")}
-    options = word_options(checkpoint.get("datamodule_hyper_parameters"))
-    normalizer, max_word_length = options or (WordNormalizer(), 30)
-    config = {"checkpoint": str(path), "init_args": init_args, "word_vocab": list(hparams["word_vocab"]),
-              "word_options": {"lowercase": normalizer.lowercase, "normalize_digits": normalizer.normalize_digits,
-                               "lowercase_fallback": normalizer.lowercase_fallback}}
-    weights = {k: v for k, v in state.items() if k.startswith(_KEPT_STATE)}
-    return config, weights
-
-
-class LanguageModelTrees(nn.Module):
-    """A frozen language model's embedding and encoder, and the trees they induce (module docstring).
+class LanguageModelTrees(FrozenLanguageModel):
+    """A frozen language model's embedding and encoder (:class:`~.frozen_lm.FrozenLanguageModel`), and the trees
+    they induce (module docstring).
 
     Args:
-        config: what :meth:`from_checkpoint` reads off a LanguageModel checkpoint (``init_args``, ``word_vocab``,
-            ``word_options``; ``checkpoint`` names the source file in messages). Built from it, the weights are
-            the language model's initialisation until a state dict is loaded.
+        config: see :class:`~.frozen_lm.FrozenLanguageModel`.
         source: the tree source of kind ``lm`` (its ``distance_layer`` and ``direction_combination``).
     """
 
     cache_sentences = 200_000  # distances kept for at most this many distinct sentences (oldest dropped first)
 
     def __init__(self, config: dict[str, Any], source: TreeSource) -> None:
-        super().__init__()
-        self.config, self.source = config, source
-        lm = build_task_model(LanguageModel, dict(config["init_args"]), {"word_vocab": list(config["word_vocab"])})
-        self.embedder, self.encoder = lm.net.embedder, lm.net.encoder
-        lead, trail = LanguageModel.sentence_frame
-        self.lead, self.trail = tuple(lead), tuple(trail)
-        self.words = TokenEncoder(Vocabulary(list(config["word_vocab"])[2:]), Vocabulary([]),
-                                  WordNormalizer(**config["word_options"]))
-        for parameter in self.parameters():
-            parameter.requires_grad_(False)
+        super().__init__(config)
+        self.source = source
         self._cache: dict[tuple[str, ...], torch.Tensor] = {}
         self._register_load_state_dict_pre_hook(lambda *args, **kwargs: self._cache.clear())
-        self.train(False)
 
     @classmethod
     def from_checkpoint(cls, path: str, source: TreeSource) -> LanguageModelTrees:
-        config, weights = _lm_config(path)
+        config, weights = read_lm_config(path)
         module = cls(config, source)
-        module.load_state_dict({k[len("net."):]: v for k, v in weights.items()})
+        module.load_language_model(weights)
         log.info("tree_source lm: trees of %s (layer %d, directions %s, master %s gate; %d-word vocabulary), frozen",
                  path, source.distance_layer, source.direction_combination, source.distance_gate,
                  len(config["word_vocab"]))
         return module
-
-    def config_json(self) -> str:
-        """:attr:`config` as the JSON string a task model keeps in its ``lm_trees`` hyper-parameter."""
-        return json.dumps(self.config, ensure_ascii=False)
-
-    def train(self, mode: bool = True) -> LanguageModelTrees:
-        """Always eval (no dropout): the trees must not change with the task model's mode."""
-        return super().train(False)
-
-    def word_ids(self, sentences: Sequence[Sequence[str]]) -> TokenBatch:
-        """The framed sentences as the language model's word ids (a TokenBatch without characters)."""
-        rows = [[self.words.word_id(w) for w in (*self.lead, *words, *self.trail)] for words in sentences]
-        steps = max(map(len, rows))
-        ids = torch.zeros(len(rows), steps, dtype=torch.long)
-        mask = torch.zeros(len(rows), steps, dtype=torch.bool)
-        for b, row in enumerate(rows):
-            ids[b, :len(row)] = torch.tensor(row)
-            mask[b, :len(row)] = True
-        device = self.embedder.embedding.weight.device
-        return TokenBatch(word_ids=ids.to(device), char_ids=ids.new_zeros(len(rows), steps, 1).to(device),
-                          mask=mask.to(device), words=[list(words) for words in sentences])
-
-    @torch.no_grad()
-    def encode(self, sentences: Sequence[Sequence[str]]) -> tuple[EncoderOutput, torch.Tensor]:
-        """The encoder's output at the words' positions (frame cut) and the words' mask ``[B, T]``."""
-        tokens = self.word_ids(sentences)
-        encoded = self.encoder(self.embedder(tokens), tokens.mask)
-        lead, trail = len(self.lead), len(self.trail)
-        return trim_frame(encoded, tokens.mask, lead, trail), tokens.mask[:, lead + trail:]
 
     @torch.no_grad()
     def distances(self, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
@@ -198,9 +126,5 @@ def attach_lm_trees(model: nn.Module, saved: str | None) -> LanguageModelTrees |
             raise ConfigError("lm_trees is set but no tree_source of the model has kind lm")
         return None
     if saved:
-        try:
-            config = json.loads(saved)
-        except (TypeError, json.JSONDecodeError) as err:
-            raise ConfigError(f"lm_trees: not the JSON a task model writes for its frozen language model ({err})") from None
-        return LanguageModelTrees(config, source)
+        return LanguageModelTrees(saved_lm_config(saved, "lm_trees"), source)
     return LanguageModelTrees.from_checkpoint(source.lm_checkpoint, source)

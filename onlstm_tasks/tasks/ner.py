@@ -20,6 +20,7 @@ from onlstm_tasks.modules.tagger import CRFTagger
 from onlstm_tasks.tasks.gathered import log_gathered
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
+from onlstm_tasks.tasks.lm_features import attach_lm_features
 from onlstm_tasks.tasks.lm_trees import attach_lm_trees
 from onlstm_tasks.tasks.optimization import optimizers_config
 from onlstm_tasks.tasks.tree_fields import induced_tree_fields
@@ -51,6 +52,11 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
             lm_checkpoint: ...}``, what rebuilds that frozen language model without its file (a JSON string, saved in checkpoints;
             :mod:`onlstm_tasks.tasks.lm_trees`). Its heads are computed for every batch and passed to the encoder
             where gold heads travel; ``predict`` writes its trees.
+        lm_features: a bidirectional :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose
+            layers, frozen and mixed by learned scalar weights, are concatenated to the embedder's features
+            (:mod:`onlstm_tasks.tasks.lm_features`); read once, when the model is first built.
+        lm_features_config: set by the model itself, never by hand: what rebuilds that language model without its
+            file (a JSON string, saved in checkpoints; its weights travel in the state dict).
 
     :meth:`encode_words` (from :class:`EncodesWords`) runs the embedder and encoder over raw token lists.
     """
@@ -69,11 +75,16 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         lr_scheduler: LRSchedulerCallable | None = None,
         pretrained_lm: str | None = None,
         lm_trees: str | None = None,
+        lm_features: str | None = None,
+        lm_features_config: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         tag_scheme = scheme_of(labels)
-        embedder = (embedder or WordCharEmbedder)(word_vocab, char_vocab)
+        embedder, features = attach_lm_features((embedder or WordCharEmbedder)(word_vocab, char_vocab), lm_features,
+                                                lm_features_config)
+        if features is not None:
+            self.hparams["lm_features_config"] = features.config_json()  # the checkpoint rebuilds it without the file
         encoder = (encoder or default_encoder(**TAGGER))(embedder.output_size)
         self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
         self.labels, self.tag_scheme = list(labels), tag_scheme
@@ -93,7 +104,8 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
 
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.hparams.pretrained_lm:  # before Lightning restores any checkpoint
-            init_from_language_model(self.hparams.pretrained_lm, self.net.embedder, [(self.net.encoder, None)],
+            own = getattr(self.net.embedder, "own", self.net.embedder)  # (not the LM features' frozen model)
+            init_from_language_model(self.hparams.pretrained_lm, own, [(self.net.encoder, None)],
                                      self.hparams.word_vocab)
 
     # ---- loops --------------------------------------------------------------------------------------------
