@@ -3,6 +3,7 @@
     python scripts/benchmark_encoders.py [--quick] [--threads 1,2] [--markdown] [--clock cpu] [--device cuda]
                                          [--batch 32 ...] [--lm]
     python scripts/benchmark_encoders.py --dropconnect-only [--repeats 15]
+    python scripts/benchmark_encoders.py --products [--threads 1]
 
 ``--threads 1,2`` sweeps thread counts (one table each); ``--markdown`` adds the ratio tables as Markdown (the
 form benchmarks/README.md's speed table takes); ``--lm`` adds the language model's shapes (batch 20, 70 steps, the
@@ -238,6 +239,23 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
                   f"{t_t:.2f} ms ({t_t / t_c:.1f}x)")
 
 
+def product_lines(repeats: int, clock) -> None:
+    """The compiled product (onlstm_cpu.cpp's own, the weight packed once per call) against ATen's ``torch.bmm``
+    (MKL), ``out += a @ W`` at the shapes the layer runs: a NER step's recurrent product (32 or 16 rows), a NER
+    layer's input projection, a language-model step and its large gradient products. The packing is included."""
+    print("\nproducts: compiled (packing included) vs torch.bmm, median times")
+    shapes = [("NER step, 32 rows", 32, 256, 1088), ("NER step, 16 rows (one of 2 pieces)", 16, 256, 1088),
+              ("NER projection", 1280, 128, 1088), ("LM step, 20 rows", 20, 1150, 4830),
+              ("LM projection", 1400, 1150, 4830), ("LM input gradient", 1400, 4830, 1150)]
+    for name, m, depth, n in shapes:
+        torch.manual_seed(0)
+        a, w, out = torch.randn(1, m, depth), torch.randn(1, depth, n), torch.zeros(1, m, n)
+        t_c, t_b = interleaved_medians([lambda: native.product(out, a, w), lambda: torch.bmm(a, w)], repeats,
+                                       clock=clock)
+        print(f"{name:<36} {m:>5} x {depth:>5} x {n:>5}: compiled {t_c:8.2f} ms, bmm {t_b:8.2f} ms "
+              f"({t_c / t_b:.2f}x)")
+
+
 def reference_lines(args, x, mask, repeats, clock) -> None:
     """The plain reference cell (one sentence and one step at a time) against nn.LSTM, one configuration."""
     print("\nreference cell (uni, 1 layer, full mask; one sentence and one step at a time)")
@@ -325,6 +343,8 @@ def main() -> None:
                          "count; default: torch's own)")
     ap.add_argument("--markdown", action="store_true", help="also print the ratio tables as Markdown")
     ap.add_argument("--no-compile", action="store_true", help="on a GPU, leave out the torch.compile column")
+    ap.add_argument("--products", action="store_true",
+                    help="only the compiled product against torch.bmm at the layer's shapes (CPU)")
     ap.add_argument("--lm", action="store_true", help="also time the language model's shapes (see above)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                     help="where to run (default: the GPU when there is one)")
@@ -364,6 +384,14 @@ def main() -> None:
           f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")
     if args.dropconnect_only:
         dropconnect_lines(args, x, masks, repeats, clock)
+        return
+    if args.products:
+        if not native.usable(x):
+            ap.error(f"--products needs the compiled loop: {native.why_not(x)}")
+        for threads in sweep:
+            torch.set_num_threads(threads)
+            print(f"\n{threads} thread{'s' if threads != 1 else ''}")
+            product_lines(max(repeats, 9), clock)
         return
     tables = {}
     for threads in sweep:

@@ -5,8 +5,9 @@
 #   bash scripts/gpu_check.sh               # prints everything; copies the logs to $OUT when set
 # It installs the wheels the image lacks (no registry there), builds the CPU extension against the image's torch,
 # then runs: the CUDA tests (ONLSTM_REQUIRE_CUDA=1: a skip fails), the speed table against cuDNN nn.LSTM at NER and
-# language-model shapes (eager per-step loop and torch.compile columns), and the quickstart trained on the GPU in
-# float32 and in bf16 autocast (test F1 of both printed).
+# language-model shapes (the GPU runs the per-step PyTorch loop inside the operator; the torch.compile column is left
+# out to stay inside the loan: each configuration would compile anew), and the quickstart trained on the GPU in
+# float32 and in bf16 autocast (test F1 of both printed). Budget: build 1 min, tests 2, speed 3, quickstarts 2.5.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
@@ -28,15 +29,15 @@ step "build the compiled CPU loop against this torch"
 python3 setup.py -q build_ext --inplace 2>&1 | tail -3
 
 step "CUDA tests"
-ONLSTM_REQUIRE_CUDA=1 timeout 180 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py
+ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py
 tests=$?
 
 step "speed: ON-LSTM vs cuDNN nn.LSTM (NER shapes B 32, T 40, D 128, H 256, chunk 8; then the LM stack)"
-timeout 240 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm
+timeout 180 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile
 
 step "quickstart on the GPU: float32, then bf16 autocast"
 for precision in 32-true bf16-mixed; do
-  timeout 120 python3 -m onlstm_tasks.cli fit --config configs/quickstart.yaml --trainer.accelerator gpu \
+  timeout 75 python3 -m onlstm_tasks.cli fit --config configs/quickstart.yaml --trainer.accelerator gpu \
     --trainer.precision "$precision" --trainer.default_root_dir "runs/gpu_$precision" \
     --trainer.logger.init_args.save_dir "runs/gpu_$precision" 2>&1 | grep -E "test_f1|Error|error" | head -5
 done

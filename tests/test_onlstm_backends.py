@@ -85,6 +85,27 @@ def test_the_compiled_loop_gives_the_pytorch_outputs_and_gradients(threads, symm
         torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
 
 
+@marked(*needs_compiled)
+@pytest.mark.parametrize("lengths", [[3, 3], [3, 1, 2]])
+def test_wide_layers_take_the_compiled_products_and_give_the_pytorch_gradients(lengths):
+    """Inputs and hidden states at least native.WIDE wide (the language model's): the projection and the gradients'
+    large products run through the compiled product, with the PyTorch loop's results."""
+    g = torch.Generator().manual_seed(11)
+    wide = native.WIDE + 6
+    hidden, levels, dirs = native.WIDE, 4, 2
+    gates = 4 * hidden + 2 * levels
+    shapes = ((len(lengths), max(lengths), wide), (dirs, gates, wide), (dirs, gates), (dirs, gates, hidden))
+    args = [torch.randn(*shape, generator=g) * 0.05 for shape in shapes]
+    lengths = torch.tensor(lengths)
+    results = []
+    for backend in ("compiled", "torch"):
+        leaves = [a.clone().requires_grad_() for a in args]
+        h, d_f, d_i, _ = run_layer(leaves[0], lengths, *leaves[1:], False, backend)
+        results.append((h, d_f, d_i, *torch.autograd.grad(loss_fn(h, d_f, d_i), leaves)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("scale", [30.0, 300.0])
 def test_saturated_gates_agree_and_stay_finite(backend, scale):

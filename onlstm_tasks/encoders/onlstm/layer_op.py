@@ -149,21 +149,35 @@ def onlstm_layer_backward(grad_h: Optional[Tensor], grad_forget: Optional[Tensor
         d_flat, x_flat = d_pre.view(dirs, -1, gates), x_read.reshape(dirs, -1, features)
     else:
         d_flat, x_flat = gather_runs(d_pre, runs), gather_runs(x_read, runs)
-    d_x_flat = torch.bmm(d_flat, weight_ih)
+    matmul = _products(layer.backend)
+    d_x_flat = matmul(d_flat, weight_ih)
     d_x_layer = d_x_flat.view(dirs, steps, batch, features) if full else \
         scatter_runs(d_x_flat, runs, x_read.new_zeros(x_read.shape))
-    d_weight_ih = torch.bmm(d_flat.transpose(1, 2), x_flat)
+    d_weight_ih = matmul(d_flat.transpose(1, 2), x_flat)
     d_bias = d_flat.sum(1)
     # step t reads h_{t-1}: from a zero state step 0 contributes nothing, from h0 it adds its share
     later = [(rows, max(start, 1), stop) for rows, start, stop in runs if stop > 1]
     d_later = d_flat[:, batch:] if full else gather_runs(d_pre, later)
-    d_weight_hh = torch.bmm(d_later.transpose(1, 2), gather_runs(h_layer, later, offset=-1))
+    d_weight_hh = matmul(d_later.transpose(1, 2), gather_runs(h_layer, later, offset=-1))
     if h0 is not None:
         d_weight_hh.baddbmm_(d_pre[:, 0].transpose(1, 2), h0)
     d_x = d_x_layer[0].reshape(-1, features).index_select(0, in_inverse[0])  # the inverse of the input gather
     for k in range(1, dirs):
         d_x += d_x_layer[k].reshape(-1, features).index_select(0, in_inverse[k])
     return d_x.view(batch, steps, features), d_weight_ih, d_bias, d_weight_hh
+
+
+def _products(backend: str):
+    """``matmul(a, b)`` ([K, M, depth] x [K, depth, N]) for the backward's large products: ``torch.bmm``, or on
+    the compiled backend for N at least :data:`.native.WIDE` the compiled product (``a``'s rows made contiguous
+    first where it is a transposed view)."""
+
+    def matmul(a: Tensor, b: Tensor) -> Tensor:
+        if backend != "compiled" or b.size(-1) < native.WIDE:
+            return torch.bmm(a, b)
+        return native.product(a.new_zeros(a.size(0), a.size(1), b.size(-1)), a.contiguous(), b)
+
+    return matmul
 
 
 @onlstm_layer_backward.register_fake

@@ -73,11 +73,20 @@ class LayerPass:
         full = seg == [(batch, 0, steps)]
         acts = new(dirs, steps, batch, gates) if full else x.new_zeros(dirs, steps, batch, gates)  # pre-activations,
         # then every step's activations
-        w_ih_t, bias = (weight_ih * scale).transpose(1, 2), (bias * scale[:, 0]).unsqueeze(1)
-        if full:  # in place
-            torch.baddbmm(bias, x.reshape(dirs, -1, x.size(-1)), w_ih_t, out=acts.view(dirs, -1, gates))
+        bias = (bias * scale[:, 0]).unsqueeze(1)
+        if self.backend == "compiled":  # the compiled product, on the scaled weights packed once
+            def project(inputs, out):
+                return native.product(out.copy_(bias.expand_as(out)), inputs, weight_ih, scale[:, 0], True)
         else:
-            scatter_runs(torch.baddbmm(bias, gather_runs(x, seg), w_ih_t), seg, acts)
+            w_ih_t = (weight_ih * scale).transpose(1, 2)
+
+            def project(inputs, out):
+                return torch.baddbmm(bias, inputs, w_ih_t, out=out)
+        if full:  # in place
+            project(x.reshape(dirs, -1, x.size(-1)), acts.view(dirs, -1, gates))
+        else:
+            inputs = gather_runs(x, seg)
+            scatter_runs(project(inputs, inputs.new_empty(dirs, inputs.size(1), gates)), seg, acts)
         h = new(dirs, steps, batch, hidden)  # every running row written; the rest zeroed below
         # where every (step, row) is computed (a full batch) the buffers need no zeros; elsewhere the operator returns
         # them, so what no step writes is zero rather than left over

@@ -66,6 +66,20 @@ def backward_loop(*args) -> None:
     torch.ops.onlstm_tasks.cpu_backward_loop(*args)
 
 
+WIDE = 1024  # products at least this wide go through cpu_product (see product)
+
+
+def product(out: torch.Tensor, a: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor | None = None,
+            transpose: bool = False) -> torch.Tensor:
+    """``out[k] += a[k] @ weight[k]`` (``weight[k].T``, columns scaled by ``scale``, with ``transpose``) through the
+    compiled product, on weights packed once (see ``cpu_product`` in ``csrc/onlstm_cpu.cpp``); returns ``out``.
+    The layer's input projection and, where the output is at least :data:`WIDE` wide, its gradients' large
+    products use it: ``python scripts/benchmark_encoders.py --lm`` times the language model's layers, where
+    MKL's ``bmm`` took longer."""
+    torch.ops.onlstm_tasks.cpu_product(out, a, weight.contiguous(), scale, transpose)
+    return out
+
+
 STREAMS = 16  # xoshiro128++ generators side by side (STREAMS in csrc/onlstm_cpu.cpp)
 
 

@@ -416,18 +416,27 @@ void run_pieces(const std::vector<std::array<int64_t, 3>> &work,
   });
 }
 
-// Each direction's recurrent weight, a contiguous float32 [K, G, H] as PyTorch stores it, packed by pack_panels
-// one after the other, the directions on ATen's threads: transposed to [H, G] with each column j scaled by
-// scale[j] (`transpose`, the forward's), or as it is ([G, H], the backward's).
+CLONES void product_rows(int64_t m, int64_t n, const float *a, int64_t lda, int64_t depth, const float *packed,
+                         float *c, int64_t ldc, float *copy) {
+  product(m, n, a, lda, depth, packed, c, ldc, copy);
+}
+
+// Each direction's matrix of a contiguous float32 [K, R, C] (a weight as PyTorch stores it, [G, H] or [G, D]),
+// packed by pack_panels one after the other, on ATen's threads: transposed ([C, R], each column j scaled by
+// scale[j] when scale is given; the forward's products) or as it is ([R, C]; the backward's).
 std::vector<float> pack(const at::Tensor &weight, const float *scale, bool transpose) {
-  const int64_t dirs = weight.size(0), gates = weight.size(1), hidden = weight.size(2);
-  const int64_t depth = transpose ? hidden : gates, n = transpose ? gates : hidden, size = packed_size(depth, n);
+  const int64_t dirs = weight.size(0), rows = weight.size(1), cols = weight.size(2);
+  const int64_t depth = transpose ? cols : rows, n = transpose ? rows : cols, size = packed_size(depth, n);
+  const int64_t panels = (n + PANEL - 1) / PANEL;
   std::vector<float> packed(dirs * size);
   const float *w = weight.data_ptr<float>();
-  at::parallel_for(0, dirs, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; k++)  // element (k, j) of the packed matrix: W[j, k] or W[k, j]
-      pack_panels(w + k * gates * hidden, depth, n, transpose ? 1 : hidden, transpose ? hidden : 1, scale,
-                  packed.data() + k * size);
+  at::parallel_for(0, dirs * panels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; i++) {  // one panel: element (k, j) of the packed matrix is W[j, k] or W[k, j]
+      const int64_t k = i / panels, p = i % panels;
+      const float *source = w + k * rows * cols + (transpose ? p * PANEL * cols : p * PANEL);
+      pack_panels(source, depth, std::min(PANEL, n - p * PANEL), transpose ? 1 : cols, transpose ? cols : 1,
+                  scale ? scale + p * PANEL : nullptr, packed.data() + k * size + p * depth * PANEL);
+    }
   });
   return packed;
 }
@@ -466,6 +475,41 @@ void cpu_forward_loop(const at::Tensor &act, const at::Tensor &h, const at::Tens
   const int64_t *rows = rows_at.data(), stop = (int64_t)rows_at.size(), size = packed_size(hidden, gates);
   run_pieces(pieces(dirs, batch), [&](int64_t k, int64_t r0, int64_t r1) {
     forward_piece(x, packed.data() + k * size, initial, rows, stop, alternate, k, r0, r1);
+  });
+}
+
+// onlstm_tasks::cpu_product: out[k] += a[k] B[k] for each direction k, B[k] = weight[k] ([R, C]) or, with
+// `transpose`, weight[k]^T with column j scaled by scale[j] (scale optional). a [K, M, depth] and out [K, M, n] with
+// contiguous rows; the rows are cut into blocks of 120, shared by ATen's threads. The large products of a layer whose
+// output is at least 1024 wide (the language model's) go through here: see "The recurrent products" for why.
+void cpu_product(const at::Tensor &out, const at::Tensor &a, const at::Tensor &weight,
+                 const c10::optional<at::Tensor> &scale, bool transpose) {
+  TORCH_CHECK(weight.is_contiguous() && weight.scalar_type() == at::kFloat && weight.dim() == 3,
+              "cpu_product: weight must be a contiguous float32 [K, R, C]");
+  const int64_t dirs = weight.size(0), depth = transpose ? weight.size(2) : weight.size(1);
+  const int64_t n = transpose ? weight.size(1) : weight.size(2), m = a.size(1);
+  TORCH_CHECK(a.scalar_type() == at::kFloat && a.dim() == 3 && a.size(0) == dirs && a.size(2) == depth &&
+                  a.stride(2) == 1,
+              "cpu_product: a must be float32 [K, M, ", depth, "] with contiguous rows");
+  TORCH_CHECK(out.scalar_type() == at::kFloat && out.dim() == 3 && out.size(0) == dirs && out.size(1) == m &&
+                  out.size(2) == n && out.stride(2) == 1,
+              "cpu_product: out must be float32 [K, M, ", n, "] with contiguous rows");
+  const float *factors = nullptr;
+  if (scale.has_value() && scale->defined()) {
+    TORCH_CHECK(scale->is_contiguous() && scale->numel() == n, "cpu_product: scale must be a contiguous [", n, "]");
+    factors = scale->data_ptr<float>();
+  }
+  const std::vector<float> packed = pack(weight, factors, transpose);
+  const int64_t size = packed_size(depth, n), chunk = 120, chunks = (m + chunk - 1) / chunk;
+  const float *a_data = a.data_ptr<float>();
+  float *out_data = out.data_ptr<float>();
+  at::parallel_for(0, dirs * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> copy(chunk * depth);
+    for (int64_t i = begin; i < end; i++) {
+      const int64_t k = i / chunks, r = (i % chunks) * chunk, rows = std::min(chunk, m - r);
+      product_rows(rows, n, a_data + k * a.stride(0) + r * a.stride(1), a.stride(1), depth, packed.data() + k * size,
+                   out_data + k * out.stride(0) + r * out.stride(1), out.stride(1), copy.data());
+    }
   });
 }
 
@@ -686,6 +730,7 @@ TORCH_LIBRARY_FRAGMENT(onlstm_tasks, m) {
   m.def("cpu_backward_loop(Tensor(a!) d_h, Tensor act, Tensor tanh_c, Tensor cells, Tensor eff, Tensor omega, "
         "Tensor master, Tensor prob, Tensor? d_const, Tensor(b!) d_pre, Tensor(c!) carry, Tensor weight, "
         "int[] rows_at, int last_carry, bool symmetric) -> ()");
+  m.def("cpu_product(Tensor(a!) out, Tensor a, Tensor weight, Tensor? scale, bool transpose) -> ()");
   m.def("cpu_random_words(int words, Tensor(a!) state) -> Tensor");
   m.def("cpu_dropconnect(Tensor values, Tensor lanes, int threshold, float scale) -> Tensor");
 }
@@ -693,6 +738,7 @@ TORCH_LIBRARY_FRAGMENT(onlstm_tasks, m) {
 TORCH_LIBRARY_IMPL(onlstm_tasks, CPU, m) {
   m.impl("cpu_forward_loop", &cpu_forward_loop);
   m.impl("cpu_backward_loop", &cpu_backward_loop);
+  m.impl("cpu_product", &cpu_product);
   m.impl("cpu_random_words", &random_words);
   m.impl("cpu_dropconnect", &dropconnect);
 }
