@@ -73,12 +73,14 @@ Strided strided(const c10::optional<at::Tensor> &tensor, const char *name) {
 // Each step multiplies a few rows (a piece's share of the batch) by the same weights: act_t += h_{t-1} W^T forward,
 // d_h_t += d_pre_{t+1} W backward. ATen's products (MKL's sgemm behind at::addmm_) re-arrange panels of the weight at
 // every call; here the weight is packed once per layer call into panels of PANEL columns stored depth-major, so that
-// a register block of up to MR rows x PANEL columns reads one panel straight through. Kept because it beats every
-// ATen option measured (at::addmm_, MKL's packed GEMM through torch.ops.mkl._mkl_linear) by more than 10% at these
-// shapes: one thread, AMD EPYC, 2026-11-27, median of 200 calls, this product against at::addmm_ (the packing
-// excluded, done once per layer): 0.89x of the time at 32 x 256 x 1088 (a NER step), 0.84x at 16 x 256 x 1088 (a
-// NER step's half on two threads), 0.55x at 20 x 1150 x 4830 (a language model step). The input projection, one
-// large product per layer, goes through ATen (0.95x there: no gain worth keeping).
+// a register block of up to MR rows x PANEL columns reads one panel straight through. Kept because it beats ATen's
+// options by more than 10% at these shapes (AMD EPYC, 2026-11-27): against at::addmm_, one thread, packing excluded
+// (the same product in the project's previous C library), 0.89x of the time at 32 x 256 x 1088 (a NER step), 0.84x
+// at 16 rows (half a NER step on two threads), 0.55x at 20 x 1150 x 4830 (a language model step); a NER layer's
+// forward loop took 7.96 ms with it against 9.2 ms with at::addmm_ (one thread, torch.profiler); MKL's packed GEMM
+// (torch.ops.mkl._mkl_linear) was no faster than at::addmm_. Against torch.bmm with the packing included
+// (python scripts/benchmark_encoders.py --products): 0.86-0.88x for a NER layer's projection, 0.77-0.84x for the
+// language model's projection and input gradient, which is why those products go through here too.
 constexpr int64_t PANEL = 16, MR = 6, KC = 256, FUSED_DEPTH = 512;
 
 // The [depth, n] matrix whose element (k, j) is w[k * sk + j * sn] times scale[j] (scale null: 1) into panels:
