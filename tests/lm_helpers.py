@@ -72,3 +72,16 @@ def tiny_lm_config(tmp_path: Path, data: dict, encoder: dict | None = None, mode
 def text_data(files: dict[str, str], **extra) -> dict:
     """Data-module arguments for local text files through ``datasets``' text builder."""
     return {"path": "text", "name": None, "data_files": files, "format": "text", **extra}
+
+
+def fit_tiny_bidirectional_lm(folder: Path, train: int, max_epochs: int) -> Path:
+    """Fits a tiny bidirectional 2-layer ON-LSTM language model on a toy corpus of ``train`` training sentences (and
+    a sixth as many for validation and test) with ``onlstm-tasks fit``; returns its best checkpoint."""
+    from onlstm_tasks.cli import main
+
+    held_out = max(1, train // 6)
+    corpus = write_toy_corpus(folder / "toy", {"train": train, "validation": held_out, "test": held_out})
+    config = tiny_lm_config(folder, text_data(corpus), model={"bidirectional": True}, max_epochs=max_epochs,
+                            limit_train_batches=1.0)
+    main(["fit", "--config", str(config)])
+    return folder / "ckpt" / "best.ckpt"

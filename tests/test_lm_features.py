@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cli_helpers import tiny_ner_config
-from lm_helpers import text_data, tiny_lm_config, write_toy_corpus
+from lm_helpers import fit_tiny_bidirectional_lm
 from onlstm_tasks import load
 from onlstm_tasks.cli import main
 from onlstm_tasks.tasks.lm_features import LanguageModelFeatures, WithLanguageModelFeatures
@@ -25,12 +25,7 @@ def _plain_argv(monkeypatch):
 
 @pytest.fixture(scope="module")
 def lm_path(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lm")
-    corpus = write_toy_corpus(folder / "toy", {"train": 60, "validation": 10, "test": 10})
-    config = tiny_lm_config(folder, text_data(corpus), model={"bidirectional": True}, max_epochs=1,
-                            limit_train_batches=1.0)
-    main(["fit", "--config", str(config)])
-    return folder / "ckpt" / "best.ckpt"
+    return fit_tiny_bidirectional_lm(tmp_path_factory.mktemp("lm"), 60, 1)
 
 
 def tagger(lm_path) -> NERTagger:

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from cli_helpers import tiny_absa_config, tiny_ner_config
-from lm_helpers import text_data, tiny_lm_config, toy_sentence, write_toy_corpus
+from lm_helpers import fit_tiny_bidirectional_lm, toy_sentence
 from onlstm_tasks import load
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.features import words_to_batch
@@ -52,12 +52,7 @@ def _one_thread():
 @pytest.fixture(scope="module")
 def lm_path(tmp_path_factory):
     """A bidirectional 2-layer ON-LSTM language model fitted on the toy corpus (its best checkpoint)."""
-    folder = tmp_path_factory.mktemp("lm")
-    corpus = write_toy_corpus(folder / "toy", {"train": 120, "validation": 20, "test": 20})
-    config = tiny_lm_config(folder, text_data(corpus), model={"bidirectional": True}, max_epochs=2,
-                            limit_train_batches=1.0)
-    main(["fit", "--config", str(config)])
-    return folder / "ckpt" / "best.ckpt"
+    return fit_tiny_bidirectional_lm(tmp_path_factory.mktemp("lm"), 120, 2)
 
 
 def heads_1based(heads: list[int]) -> list[int]:
