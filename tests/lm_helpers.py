@@ -74,14 +74,15 @@ def text_data(files: dict[str, str], **extra) -> dict:
     return {"path": "text", "name": None, "data_files": files, "format": "text", **extra}
 
 
-def fit_tiny_bidirectional_lm(folder: Path, train: int, max_epochs: int) -> Path:
+def fit_tiny_bidirectional_lm(folder: Path, train: int, max_epochs: int, seed: int = 1) -> Path:
     """Fits a tiny bidirectional 2-layer ON-LSTM language model on a toy corpus of ``train`` training sentences (and
-    a sixth as many for validation and test) with ``onlstm-tasks fit``; returns its best checkpoint."""
+    a sixth as many for validation and test) with ``onlstm-tasks fit`` and seed ``seed``; returns its best
+    checkpoint."""
     from onlstm_tasks.cli import main
 
     held_out = max(1, train // 6)
     corpus = write_toy_corpus(folder / "toy", {"train": train, "validation": held_out, "test": held_out})
     config = tiny_lm_config(folder, text_data(corpus), model={"bidirectional": True}, max_epochs=max_epochs,
                             limit_train_batches=1.0)
-    main(["fit", "--config", str(config)])
+    main(["fit", "--config", str(config), "--seed_everything", str(seed)])
     return folder / "ckpt" / "best.ckpt"

@@ -244,7 +244,7 @@ def test_a_ner_checkpoint_tests_and_predicts_with_the_lm_file_deleted(tmp_path, 
     best = tmp_path / "ckpt" / "best.ckpt"
     saved = torch.load(best, weights_only=True)
     assert json.loads(saved["hyper_parameters"]["lm_trees"])["word_vocab"][:3] == ["<pad>", "<unk>", "<eos>"]
-    assert any(k.startswith("tree_lm.encoder.") for k in saved["state_dict"])
+    assert any(k.startswith("tree_lm.models.0.encoder.") for k in saved["state_dict"])
     sentences = toy_sentences(6, seed=5)
     expected = probe_heads(lm_copy, sentences, 0, "mean")
     shutil.rmtree(lm_copy.parent)

@@ -63,8 +63,9 @@ def read_lm_config(path: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
 
 
 
-def saved_lm_config(saved: str, name: str) -> dict[str, Any]:
-    """The config a task model's hyper-parameter ``name`` holds (:meth:`FrozenLanguageModel.config_json`)."""
+def saved_lm_config(saved: str, name: str) -> dict[str, Any] | list[dict[str, Any]]:
+    """The config (or, for several language models, the list of configs) a task model's hyper-parameter ``name``
+    holds (:meth:`FrozenLanguageModel.config_json`)."""
     try:
         return json.loads(saved)
     except (TypeError, json.JSONDecodeError) as err:

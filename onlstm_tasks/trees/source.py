@@ -13,9 +13,11 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
   (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances);
 * ``lm``      -> hard heads ``[B, T]`` induced from the distances of a frozen language model (the
   ``LanguageModel`` checkpoint ``lm_checkpoint``; its layer ``distance_layer``, directions merged by
-  ``direction_combination``, master gate ``distance_gate``). The task model (a layer above) runs that language
-  model and passes its heads down where gold heads travel (the ``heads`` argument): here they are taken as given,
-  like gold ones. This module never reads the checkpoint (``trees`` imports nothing above it).
+  ``direction_combination``, master gate ``distance_gate``), or of a tree ensemble: ``ensemble`` names its readings
+  (``m1:input:l3:forward,m2:input:l2:mean``, :mod:`onlstm_tasks.trees.ensemble`) over one or several checkpoints
+  (``lm_checkpoint`` a list: ``m1`` the first). The task model (a layer above) runs those language models and passes
+  their heads down where gold heads travel (the ``heads`` argument): here they are taken as given, like gold ones.
+  This module never reads the checkpoints (``trees`` imports nothing above it).
 
 Models take it whole as ``tree_source`` (:meth:`TreeSource.coerce`): a TreeSource, in YAML a mapping of its fields
 (``tree_source: {kind: induced, distance_layer: -1}``) or the kind alone (``tree_source: induced``).
@@ -45,10 +47,17 @@ class TreeSource:
     distance_layer: int = -1
     direction_combination: str = "mean"
     soft_temperature: float = 1.0
-    lm_checkpoint: str | None = None  # kind lm: the LanguageModel checkpoint whose trees the model reads
+    # kind lm: the LanguageModel checkpoint whose trees the model reads, or a list of them (an ensemble's models)
+    lm_checkpoint: str | list[str] | None = None
     distance_gate: str = "forget"  # induced / lm: the master gate whose distances give the tree
+    # kind lm: a tree ensemble's readings, "[mMODEL:]GATE:lLAYER:COMBINATION,..." (MODEL and LAYER from 1), in place
+    # of distance_layer / distance_gate / direction_combination
+    ensemble: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.lm_checkpoint, (list, tuple)):  # a tuple, so the source stays hashable
+            paths = tuple(str(p) for p in self.lm_checkpoint)
+            object.__setattr__(self, "lm_checkpoint", paths[0] if len(paths) == 1 else paths or None)
         if self.kind not in TREE_SOURCES:
             raise ValueError(f"tree_source must be one of {TREE_SOURCES}, got {self.kind!r}")
         if self.kind == "lm" and not self.lm_checkpoint:
@@ -57,6 +66,11 @@ class TreeSource:
                              "runs/lm_unlabelled_en/lightning_logs/version_0/checkpoints/best.ckpt}")
         if self.kind != "lm" and self.lm_checkpoint:
             raise ConfigError(f"lm_checkpoint applies to tree_source kind 'lm' only, got kind {self.kind!r}")
+        if self.ensemble is not None and self.kind != "lm":
+            raise ConfigError(f"ensemble applies to tree_source kind 'lm' only, got kind {self.kind!r}")
+        if self.kind == "lm" and isinstance(self.lm_checkpoint, tuple) and not self.ensemble:
+            raise ConfigError(f"tree_source kind 'lm' with {len(self.lm_checkpoint)} lm_checkpoint files needs an "
+                              "ensemble naming their readings, e.g. ensemble: m1:input:l3:forward,m2:input:l2:mean")
         if self.kind == "lm" and self.induced_heads != "hard":
             raise ConfigError("tree_source kind 'lm' gives hard heads only (the language model is frozen: soft heads "
                              "would train nothing); set induced_heads: hard")
@@ -69,6 +83,13 @@ class TreeSource:
             raise ValueError(f"distance_gate must be one of {DISTANCE_GATES}, got {self.distance_gate!r}")
         if self.soft_temperature <= 0:
             raise ValueError(f"soft_temperature must be positive, got {self.soft_temperature}")
+
+    @property
+    def lm_checkpoints(self) -> tuple[str, ...]:
+        """kind lm: the language models' checkpoint paths (one or more; ``m1`` of an ensemble the first)."""
+        if self.lm_checkpoint is None:
+            return ()
+        return self.lm_checkpoint if isinstance(self.lm_checkpoint, tuple) else (self.lm_checkpoint,)
 
     @classmethod
     def coerce(cls, value: TreeSource | str | Mapping[str, object], owner: str = "",
