@@ -23,9 +23,11 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 The main ON-LSTM column is ``backend="auto"`` (on the CPU the compiled loop of ``csrc/onlstm_cpu.cpp`` where it was
-built, see onlstm_tasks/encoders/onlstm/native.py); the table also times ``backend="torch"`` (``loop ms``: the
-per-step PyTorch loop, the only path on a GPU), so one run shows what the compiled loop brings. On a GPU it adds
-``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out).
+built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the fused step, each step's element-wise work compiled
+by ``torch.compile`` into Triton kernels); the table also times ``backend="torch"`` (``loop ms``: the per-step
+PyTorch loop, a dozen kernels per step), so one run shows what the compiled loop or the fused step brings. On a GPU
+it adds ``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out), and the language
+model's table gets the PyTorch loop too.
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
 cores make every time noisy and many times longer. On CPU ``nn.LSTM`` runs oneDNN's fused RNN kernels (one call per
 layer, gates fused), so it sits close to the cost of its matrix products alone; the ON-LSTM runs its whole time loop in
@@ -122,7 +124,7 @@ def encoder_table(args, x, masks, repeats, clock) -> list[dict]:
     """nn.LSTM vs ONLSTM (``backend="auto"``) for every configuration; also the ONLSTM with ``backend="torch"``
     (``loop``) where the compiled loop runs instead, and on a GPU ``torch.compile`` of the encoder (``compiled``),
     timed in the same turns. Returns one dict per line."""
-    loop_column = native.usable(x)
+    loop_column = native.usable(x) or x.device.type == "cuda"
     compile_column = x.device.type == "cuda" and not args.no_compile
     header = f"{'dirs':<5}{'layers':>7}{'mask':>7}  {'mode':<17}{'nn.LSTM ms':>11}{'ONLSTM ms':>11}{'ratio':>8}"
     if loop_column:
@@ -180,13 +182,21 @@ def lm_table(args, repeats, clock) -> list[dict]:
                     out.sum().backward()
         return step
 
+    loop = None
+    if device.type == "cuda":  # the per-step PyTorch loop beside the fused step
+        loop = ONLSTM(sizes[0], sizes[1:], 10, num_layers=3, backend="torch").to(device)
+        loop.load_state_dict(enc.state_dict())
     rows = []
     for grad in (False, True):
         lstms.train(grad)
         enc.train(grad)
-        t_lstm, t_on = interleaved_medians([lstm_stack(grad), onlstm_step(enc, x, None, grad)], repeats, clock=clock)
+        contenders = [lstm_stack(grad), onlstm_step(enc, x, None, grad)]
+        if loop is not None:
+            contenders.append(onlstm_step(loop.train(grad), x, None, grad))
+        t_lstm, t_on, *t_loop = interleaved_medians(contenders, repeats, clock=clock)
         mode = "forward+backward" if grad else "inference"
-        print(f"{mode:<17} nn.LSTM {t_lstm:.1f} ms, ON-LSTM {t_on:.1f} ms: {t_on / t_lstm:.2f}x")
+        extra = f"; PyTorch loop {t_loop[0]:.1f} ms: {t_loop[0] / t_lstm:.2f}x" if t_loop else ""
+        print(f"{mode:<17} nn.LSTM {t_lstm:.1f} ms, ON-LSTM {t_on:.1f} ms: {t_on / t_lstm:.2f}x{extra}")
         rows.append(dict(dirs="LM", layers=3, mask="full", mode=mode, lstm=t_lstm, onlstm=t_on, ratio=t_on / t_lstm))
     return rows
 

@@ -137,7 +137,7 @@ def test_backend_choice_is_checked_and_explained():
     assert resolve_backend("auto", x.double()) == "torch"  # float64: the PyTorch loop
     with pytest.raises(ValueError, match="backend 'compiled' cannot run here: the compiled loop runs float32 CPU"):
         resolve_backend("compiled", x.double())
-    with pytest.raises(ValueError, match="backend must be one of auto, compiled, torch; got 'fast'"):
+    with pytest.raises(ValueError, match="backend must be one of auto, compiled, torch, fused; got .fast."):
         ONLSTM(4, 8, 4, backend="fast")
     if native.available():
         assert resolve_backend("auto", x) == "compiled"

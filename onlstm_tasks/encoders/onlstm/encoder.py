@@ -29,9 +29,10 @@ class ONLSTM(StatefulEncoder):
         dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
         dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
         master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
-        backend: the time loop: ``"compiled"`` (the C++ kernels built at install; float32 on the CPU), ``"torch"``
-            (PyTorch operations; any device and dtype) or ``"auto"`` (the compiled loop wherever it can run, else
-            PyTorch's). Every back end computes the same function (tested against the reference cell); each layer is
+        backend: the time loop: ``"compiled"`` (the C++ kernels built at install; float32 on the CPU), ``"fused"``
+            (each step's element-wise work compiled by ``torch.compile``: Triton kernels on a GPU, compiled once per
+            process), ``"torch"`` (PyTorch operations; any device and dtype) or ``"auto"`` (the compiled loop on the
+            CPU and the fused step on a CUDA device wherever they can run, else PyTorch's). Every back end computes the same function (tested against the reference cell); each layer is
             one call of the operator ``torch.ops.onlstm_tasks.onlstm_layer``, which ``torch.compile`` takes whole.
 
     Distances in the output are ``1 - mean(f~_t)`` (master forget) and ``mean(i~_t)`` (master input) per layer

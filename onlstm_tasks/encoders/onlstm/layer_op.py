@@ -35,17 +35,35 @@ from .batch_plan import BatchPlan
 from .layer_pass import LayerPass
 from .runs import gather_runs, scatter_runs
 
-BACKENDS = ("auto", "compiled", "torch")
+BACKENDS = ("auto", "compiled", "torch", "fused")
 _SAVED = 8  # x as the loop read it, then the seven buffers of LayerPass.saved
 
 
+def fused_why_not(x: Tensor) -> str | None:
+    """Why the fused back end (``torch.compile`` of each step's element-wise work) cannot run on ``x``'s device,
+    or None where it can: a GPU needs Triton, and only CUDA and CPU devices are supported."""
+    if x.device.type == "cuda":
+        from torch.utils._triton import has_triton
+
+        return None if has_triton() else "Triton is not installed (torch.compile writes the fused step in Triton)"
+    if x.device.type != "cpu":
+        return f"the fused step runs on CUDA and CPU devices, not {x.device.type}"
+    return None
+
+
 def resolve_backend(backend: str, x: Tensor) -> str:
-    """``"compiled"`` or ``"torch"`` for a layer over ``x``: ``"auto"`` takes the compiled loop where it can run;
-    ``"compiled"`` where it cannot is a ValueError that says why."""
+    """``"compiled"``, ``"torch"`` or ``"fused"`` for a layer over ``x``. ``"auto"`` takes the compiled loop where it
+    can run (float32 on the CPU, extension built), the fused step on a CUDA device with Triton, and the PyTorch loop
+    elsewhere; a back end asked for where it cannot run is a ValueError that says why."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     if backend == "torch":
         return "torch"
+    if backend == "fused" or (backend == "auto" and x.device.type == "cuda"):
+        reason = fused_why_not(x)
+        if reason is not None and backend == "fused":
+            raise ValueError(f"backend 'fused' cannot run here: {reason}; use backend 'auto' or 'torch'")
+        return "torch" if reason is not None else "fused"
     reason = native.why_not(x)
     if reason is not None and backend == "compiled":
         raise ValueError(f"backend 'compiled' cannot run here: {reason}; use backend 'auto' or 'torch'")

@@ -7,7 +7,9 @@ same buffers in the same conventions:
 - ``"compiled"``: the whole time loop, recurrent products included, in one call of the C++ kernels
   (``csrc/onlstm_cpu.cpp`` through :mod:`.native`; float32 on the CPU);
 - ``"torch"``: a Python loop, each step's recurrent product a ``baddbmm`` and its element-wise work PyTorch
-  operations on whole-batch views (:mod:`.steps_torch`); any device and dtype.
+  operations on whole-batch views (:mod:`.steps_torch`); any device and dtype;
+- ``"fused"``: the same loop with each step's element-wise work one function compiled by ``torch.compile``
+  (:mod:`.steps_fused`: Triton kernels on a GPU).
 
 The input projection is one ``baddbmm`` over the (step, row) pairs the runs of steps compute, before the loop, in
 both. With ``save=True`` the pass keeps what :meth:`LayerPass.backward` reads.
@@ -18,11 +20,11 @@ from __future__ import annotations
 import torch
 
 from . import native
-from . import steps_torch as torch_steps
+from . import steps_fused, steps_torch
 from .equations import gate_rows
 from .runs import gather_runs, per_step, scatter_runs, step_runs
 
-BACKENDS = ("compiled", "torch")
+BACKENDS = ("compiled", "torch", "fused")
 
 
 def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
@@ -91,7 +93,7 @@ class LayerPass:
         # where every (step, row) is computed (a full batch) the buffers need no zeros; elsewhere the operator returns
         # them, so what no step writes is zero rather than left over
         fresh = new if full else x.new_zeros
-        masters = fresh(dirs, steps, batch, 2, levels) if save or self.backend == "torch" else \
+        masters = fresh(dirs, steps, batch, 2, levels) if save or self.backend != "compiled" else \
             new(dirs, batch, 2, levels)  # scratch that every compiled step reuses
         if save:  # everything the backward reads
             cells = fresh(dirs, steps + 1, batch, 2, hidden)  # 2 [c^_t, c_{t-1}]: 2 c_t is written to [:, t + 1, :, 1]
@@ -120,14 +122,17 @@ class LayerPass:
                                 not save)
         else:
             w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-            if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
-                acts[:, 0].baddbmm_(h_init, w_hh_t)
-            elementwise = torch_steps.forward_steps(self, acts, h, masters)
-            a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
-            for t in range(stop):
-                if t:
-                    a_all[t].baddbmm_(h_prevs[t], w_hh_t)
-                elementwise(t)
+            if self.backend == "fused":
+                steps_fused.forward_pass(self, acts, h, masters, w_hh_t, h_init)
+            else:
+                if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+                    acts[:, 0].baddbmm_(h_init, w_hh_t)
+                elementwise = steps_torch.forward_steps(self, acts, h, masters)
+                a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
+                for t in range(stop):
+                    if t:
+                        a_all[t].baddbmm_(h_prevs[t], w_hh_t)
+                    elementwise(t)
             means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
             d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
         if self.valid is not None:
@@ -187,7 +192,10 @@ class LayerPass:
                                  weight_hh.contiguous(), rows_at, batch if grad_c_last is not None else 0,
                                  self.symmetric)
             return d_pre
-        elementwise = torch_steps.backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+        if self.backend == "fused":
+            steps_fused.backward_pass(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last, weight_hh)
+            return d_pre
+        elementwise = steps_torch.backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
         d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
         for t in reversed(range(stop)):
             if t + 1 < stop:  # the recurrent part of dL/dh_t
