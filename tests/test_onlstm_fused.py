@@ -59,6 +59,23 @@ def test_the_fused_step_gives_the_pytorch_loop_outputs_and_gradients(lengths, ca
         torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lengths,carry", [([6, 6, 6, 6], True), ([6, 2, 5, 1, 6, 3, 6, 4, 2], False)])
+def test_without_gradients_the_fused_step_gives_the_pytorch_loop_outputs(lengths, carry):
+    """Inference keeps no per-step buffers (two cell slots): the same outputs, the final cell state included."""
+    g = torch.Generator().manual_seed(3)
+    hidden, levels, features, steps, dirs = 12, 3, 5, max(lengths), 2
+    gates = 4 * hidden + 2 * levels
+    shapes = ((len(lengths), steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
+    args = [torch.randn(*shape, generator=g) for shape in shapes]
+    state = tuple(torch.randn(dirs, len(lengths), hidden, generator=g) for _ in range(2)) if carry else None
+    with torch.no_grad():
+        got, want = (run_layer(args[0], torch.tensor(lengths), *args[1:], False, backend, state)
+                     for backend in ("fused", "torch"))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=2e-5)
+
+
 def test_the_fused_backend_is_chosen_only_where_it_can_run():
     x = torch.zeros(2, 3, 4)
     assert resolve_backend("fused", x) == "fused"
