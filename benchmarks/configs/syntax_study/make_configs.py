@@ -71,6 +71,11 @@ interaction, 2 stages, as configs/ner/uner_onlstm_crf_dg_lm.yaml) over the LM's 
 on the kit's validation trees (seed 1's best_uf1 checkpoint, input gate, layer 3, forward). Without LM features:
 with them (ontonotes_vectors_lm_features_lm_trees.yaml) the dependency-guided tagger did not leave the all-O plateau
 (benchmarks/results/ontonotes_syntax_on_vectors.md). Written by make_configs.py in this folder.""")
+    gold = copy.deepcopy(no_features)
+    gold["model"]["init_args"]["encoder"]["init_args"]["tree_source"] = "gold"
+    write("ontonotes_vectors_gold_trees.yaml", gold, """
+Issue 36's study: ontonotes_vectors_lm_trees.yaml over the gold trees instead (dependency heads from the kit's
+constituency parses): how far the LM's trees are from gold ones. Written by make_configs.py in this folder.""")
     write("ontonotes_vectors_lm_features_lm_trees.yaml", trees, """
 Issue 36's study: ontonotes_vectors_lm_features.yaml with the encoder made dependency-guided (MLP interaction, 2
 stages, as configs/ner/uner_onlstm_crf_dg_lm.yaml) over the LM's trees: the best single reading chosen on the kit's
@@ -84,6 +89,11 @@ def laptops() -> None:
     head["init_args"]["tree_source"] = SINGLE
     config["model"]["init_args"]["head"] = head
     run_dir(config, "runs/syntax_study/laptops")
+    gold = copy.deepcopy(config)
+    gold["model"]["init_args"]["head"]["init_args"]["tree_source"] = "gold"
+    write("laptops_tree_vectors_gold.yaml", gold, """
+Issue 36's study: laptops_tree_vectors_lm.yaml over the parser's trees (data.parses: the SemEval *_depparsed.json
+files, given on the command line) instead of the LM's. Written by make_configs.py in this folder.""")
     write("laptops_tree_vectors_lm.yaml", config, """
 Issue 36's study: configs/absa/semeval14_laptops_onlstm_td_vectors.yaml (the vectors recipe) with the tree-aware head
 of benchmarks/configs/semeval14_laptops_onlstm_tree_lm_study.yaml (bidirectional ON-LSTM, GCN over the tree, 2 layers,
