@@ -76,6 +76,12 @@ with them (ontonotes_vectors_lm_features_lm_trees.yaml) the dependency-guided ta
     write("ontonotes_vectors_gold_trees.yaml", gold, """
 Issue 36's study: ontonotes_vectors_lm_trees.yaml over the gold trees instead (dependency heads from the kit's
 constituency parses): how far the LM's trees are from gold ones. Written by make_configs.py in this folder.""")
+    none = copy.deepcopy(no_features)
+    none["model"]["init_args"]["encoder"]["init_args"]["tree_source"] = "none"
+    write("ontonotes_vectors_dg_no_tree.yaml", none, """
+Issue 36's study: ontonotes_vectors_lm_trees.yaml without a tree (tree_source none: the interaction reads each
+token's own state), the control that separates the trees from the dependency-guided architecture. Written by
+make_configs.py in this folder.""")
     write("ontonotes_vectors_lm_features_lm_trees.yaml", trees, """
 Issue 36's study: ontonotes_vectors_lm_features.yaml with the encoder made dependency-guided (MLP interaction, 2
 stages, as configs/ner/uner_onlstm_crf_dg_lm.yaml) over the LM's trees: the best single reading chosen on the kit's
