@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from functools import partial
 
 import pytest
@@ -31,24 +30,7 @@ from onlstm_tasks.tasks.ner import NERTagger
 from onlstm_tasks.trees.ensemble import ensemble_distances, parse_readings
 from onlstm_tasks.trees.induce import heads_tensor
 from onlstm_tasks.trees.source import TreeSource
-from test_lm_tree_source import toy_sentences
-
-WORDS = ["<pad>", "<unk>", "the", "cat", "saw", "a", "dog", "."]
-CHARS = ["<pad>", "<unk>", *"thecasdog."]
-
-
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
+from test_lm_tree_source import CHARS, WORDS, _one_thread, _plain_argv, toy_sentences  # noqa: F401 (autouse fixtures)
 
 @pytest.fixture(scope="module")
 def lm_paths(tmp_path_factory):

@@ -11,21 +11,13 @@ import warnings
 
 import pytest
 import torch
+from test_onlstm_backends import compare_layer_backends, layer_inputs, marked, needs_cuda
 from test_onlstm_fast import batch, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm.layer_op import fused_why_not, resolve_backend, run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
-needs_cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
-
-
-def marked(*marks):
-    def wrap(test):
-        for mark in reversed(marks):
-            test = mark(test)
-        return test
-    return wrap
 
 
 @pytest.mark.slow
@@ -42,33 +34,14 @@ def test_the_fused_step_matches_the_reference_in_float32(bidirectional, master_i
 @pytest.mark.parametrize("lengths,carry", [([6, 6, 6, 6], True), ([6, 2, 5, 1, 6, 3, 6, 4, 2], False)])
 def test_the_fused_step_gives_the_pytorch_loop_outputs_and_gradients(lengths, carry):
     """Layer by layer, every output (the final cell state too) and gradient, from zeros or from a carried state."""
-    g = torch.Generator().manual_seed(len(lengths))
-    hidden, levels, features, steps, dirs = 12, 3, 5, max(lengths), 1
-    gates = 4 * hidden + 2 * levels
-    shapes = ((len(lengths), steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
-    args = [torch.randn(*shape, generator=g) for shape in shapes]
-    state = tuple(torch.randn(dirs, len(lengths), hidden, generator=g) for _ in range(2)) if carry else None
-    lengths = torch.tensor(lengths)
-    results = []
-    for backend in ("fused", "torch"):
-        leaves = [a.clone().requires_grad_() for a in args]
-        h, d_f, d_i, c_last = run_layer(leaves[0], lengths, *leaves[1:], True, backend, state)
-        loss = loss_fn(h, d_f, d_i) + (c_last * c_last.detach().sin()).sum()
-        results.append((h, d_f, d_i, c_last, *torch.autograd.grad(loss, leaves)))
-    for got, want in zip(*results):
-        torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
+    compare_layer_backends(("fused", "torch"), lengths, 1, True, carry, seed=len(lengths))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lengths,carry", [([6, 6, 6, 6], True), ([6, 2, 5, 1, 6, 3, 6, 4, 2], False)])
 def test_without_gradients_the_fused_step_gives_the_pytorch_loop_outputs(lengths, carry):
     """Inference keeps no per-step buffers (two cell slots): the same outputs, the final cell state included."""
-    g = torch.Generator().manual_seed(3)
-    hidden, levels, features, steps, dirs = 12, 3, 5, max(lengths), 2
-    gates = 4 * hidden + 2 * levels
-    shapes = ((len(lengths), steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
-    args = [torch.randn(*shape, generator=g) for shape in shapes]
-    state = tuple(torch.randn(dirs, len(lengths), hidden, generator=g) for _ in range(2)) if carry else None
+    args, state = layer_inputs(lengths, 2, carry, seed=3)
     with torch.no_grad():
         got, want = (run_layer(args[0], torch.tensor(lengths), *args[1:], False, backend, state)
                      for backend in ("fused", "torch"))
