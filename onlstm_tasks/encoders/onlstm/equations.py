@@ -2,9 +2,10 @@
 
 Every implementation points here. The plain reference cell (:mod:`.reference`, the test oracle) and
 :meth:`ONLSTMCell.step <onlstm_tasks.encoders.onlstm.cell.ONLSTMCell.step>` call :func:`onlstm_update`; the fast
-layer pass computes the same update in the regrouped form below, with PyTorch operations (:mod:`.steps_torch`) or
-compiled C (``_onlstm_step.c`` through :mod:`.compiled`), and both are tested against :func:`onlstm_update` through
-the reference cell (``tests/test_onlstm_cell.py``, ``tests/test_onlstm_fast.py``, ``tests/test_fused_step.py``).
+layer pass computes the same update in the regrouped form below, with PyTorch operations (:mod:`.steps_torch`), a
+step compiled by ``torch.compile`` (:mod:`.steps_fused`) or C++ kernels (``csrc/onlstm_cpu.cpp`` through
+:mod:`.native`), all tested against :func:`onlstm_update` through the reference cell (``tests/test_onlstm_cell.py``,
+``tests/test_onlstm_fast.py``, ``tests/test_onlstm_backends.py``, ``tests/test_onlstm_fused.py``).
 
 Gate layout of the pre-activations ``W_ih x + b_ih + W_hh h + b_hh`` (the layout of the authors' ``ON_LSTM.py``),
 ``L = hidden_size / chunk_size`` levels of ``C = chunk_size`` neurons, ``H = L * C``, ``G = 4H + 2L`` rows:

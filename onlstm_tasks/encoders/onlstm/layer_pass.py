@@ -1,5 +1,5 @@
 """One ON-LSTM layer's forward and backward pass over time-major, length-sorted inputs (see :mod:`.equations` for
-the maths, :mod:`.operator` for the operator around it and "Padding" there).
+the maths, :mod:`.layer_op` for the operator around it and "Padding" there).
 
 :class:`LayerPass` allocates the buffers and runs the time loop with one of two back ends that read and write the
 same buffers in the same conventions:

@@ -1,9 +1,9 @@
 """The PyTorch back end of an ON-LSTM layer pass: each step's element-wise work as whole-batch tensor operations.
 
 It computes the update of :mod:`.equations` in its regrouped form, in the conventions (gate layout, doubled cell
-state, negated input/forget rows) described there; the compiled step (``_onlstm_step.c``, loaded by
-:mod:`.compiled`) is the other back end, reading and writing the same buffers. This one runs wherever the compiled
-one does not: float64, GPUs, machines where it was not built.
+state, negated input/forget rows) described there; the compiled loop (``csrc/onlstm_cpu.cpp``, through
+:mod:`.native`) and the fused step (:mod:`.steps_fused`) read and write the same buffers. This one runs anywhere: any
+device and dtype (float64 among them), machines where the C++ kernels were not built, GPUs without Triton.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .runs import PassLayout, alternating, pair_first, per_step, scratch_views
 
 def forward_steps(layer: PassLayout, acts, h, masters):
     """The element-wise work of step t as PyTorch operations on whole-batch views: ``fn(t)``, run after step t's
-    recurrent product has been added into ``acts``. Writes what the compiled step writes (see ``_onlstm_step.c``)."""
+    recurrent product has been added into ``acts``. Writes what the compiled loop writes (``csrc/onlstm_cpu.cpp``)."""
     dirs, steps, batch, gates, hidden, levels, chunk = layer.shape
     seg, new = layer.segments, acts.new_empty
     _, m0, o0, c0, _ = gate_rows(hidden, levels)  # first rows of the output, cell and input blocks
