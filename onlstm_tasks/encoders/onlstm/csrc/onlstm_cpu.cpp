@@ -443,6 +443,17 @@ std::vector<float> pack(const at::Tensor &weight, const float *scale, bool trans
   return packed;
 }
 
+// The levels of a loop's layer (G = 4H + 2L rows of pre-activations), after checking its recurrent weight.
+static int64_t check_loop_sizes(const char *op, const at::Tensor &weight, int64_t dirs, int64_t gates,
+                                int64_t hidden) {
+  const int64_t levels = (gates - 4 * hidden) / 2;
+  TORCH_CHECK(levels > 0 && hidden % levels == 0, op, ": inconsistent sizes");
+  TORCH_CHECK(weight.is_contiguous() && weight.scalar_type() == at::kFloat && weight.size(0) == dirs &&
+                  weight.size(1) == gates && weight.size(2) == hidden,
+              op, ": weight must be a contiguous float32 [K, G, H]");
+  return levels;
+}
+
 // onlstm_tasks::cpu_forward_loop: see the schema in TORCH_LIBRARY_FRAGMENT below and native.py.
 void cpu_forward_loop(const at::Tensor &act, const at::Tensor &h, const at::Tensor &master, const at::Tensor &c_prev,
                       const at::Tensor &c_new, const at::Tensor &forget_distance, const at::Tensor &input_distance,
@@ -451,11 +462,7 @@ void cpu_forward_loop(const at::Tensor &act, const at::Tensor &h, const at::Tens
                       const c10::optional<at::Tensor> &tanh_c, const at::Tensor &weight, const at::Tensor &scale,
                       const c10::optional<at::Tensor> &h0, at::IntArrayRef rows_at, bool symmetric, bool alternate) {
   const int64_t dirs = act.size(0), batch = act.size(2), hidden = h.size(-1), gates = act.size(-1);
-  const int64_t levels = (gates - 4 * hidden) / 2;
-  TORCH_CHECK(levels > 0 && hidden % levels == 0, "cpu_forward_loop: inconsistent sizes");
-  TORCH_CHECK(weight.is_contiguous() && weight.scalar_type() == at::kFloat && weight.size(0) == dirs &&
-                  weight.size(1) == gates && weight.size(2) == hidden,
-              "cpu_forward_loop: weight must be a contiguous float32 [K, G, H]");
+  const int64_t levels = check_loop_sizes("cpu_forward_loop", weight, dirs, gates, hidden);
   TORCH_CHECK(scale.is_contiguous() && scale.scalar_type() == at::kFloat && scale.numel() == gates,
               "cpu_forward_loop: scale must be a contiguous float32 [G]");
   TORCH_CHECK((int64_t)rows_at.size() <= act.size(1), "cpu_forward_loop: more steps than the buffers hold");
@@ -641,11 +648,7 @@ void cpu_backward_loop(const at::Tensor &d_h, const at::Tensor &act, const at::T
                        const c10::optional<at::Tensor> &d_const, const at::Tensor &d_pre, const at::Tensor &carry,
                        const at::Tensor &weight, at::IntArrayRef rows_at, int64_t last_carry, bool symmetric) {
   const int64_t dirs = act.size(0), batch = act.size(2), hidden = d_h.size(-1), gates = act.size(-1);
-  const int64_t levels = (gates - 4 * hidden) / 2;
-  TORCH_CHECK(levels > 0 && hidden % levels == 0, "cpu_backward_loop: inconsistent sizes");
-  TORCH_CHECK(weight.is_contiguous() && weight.scalar_type() == at::kFloat && weight.size(0) == dirs &&
-                  weight.size(1) == gates && weight.size(2) == hidden,
-              "cpu_backward_loop: weight must be a contiguous float32 [K, G, H]");
+  const int64_t levels = check_loop_sizes("cpu_backward_loop", weight, dirs, gates, hidden);
   TORCH_CHECK(carry.dim() == 3, "cpu_backward_loop: carry must be [K, B, H]");
   Backward x{hidden, levels, hidden / levels, symmetric};
   x.d_h = strided(d_h, "d_h");
