@@ -133,8 +133,11 @@ EncoderFactory = Callable[[int], SequenceEncoder]
 def check_mask(mask: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     """Validates a padding mask of the contract (module docstring) for inputs whose first two axes are ``shape``
     ([B, T]) and returns its lengths [B]. The one mask check of encoders and the CRF: ValueError when the mask is
-    not bool, has another shape, has a row with no true token, or is not left-aligned (these two in eager mode only:
-    under ``torch.compile`` a check that reads the values would break the graph)."""
+    not bool, has another shape, has a row with no true token, or is not left-aligned.
+
+    The last two read the mask's values, so they are asked of the device without waiting for it
+    (``torch._assert_async``): on the CPU they fail here, on a GPU as a device-side assertion once the device
+    gets there. Under ``torch.compile`` they are left out (the graph stays whole)."""
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be a bool tensor, got dtype {mask.dtype}")
     if tuple(mask.shape) != tuple(shape):
@@ -142,12 +145,23 @@ def check_mask(mask: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     lengths = mask.sum(dim=1)
     if torch.compiler.is_compiling():  # no data-dependent checks inside a compiled graph (eager mode checks them)
         return lengths
-    if bool((lengths == 0).any()):
-        row = int((lengths == 0).nonzero()[0])
+    empty = "a mask row has no true token; every sequence needs at least one"
+    if not _assert_async((lengths > 0).all(), empty):
+        row = int((lengths == 0).nonzero()[0])  # the error path alone reads values, to name the row
         raise ValueError(f"mask row {row} has no true token; every sequence needs at least one")
-    if not torch.equal(mask, lengths_to_mask(lengths, mask.size(1))):
+    if not _assert_async((mask == lengths_to_mask(lengths, mask.size(1))).all(),
+                         "mask must be left-aligned: each row a run of True followed by False"):
         raise ValueError("mask must be left-aligned: each row a run of True followed by False")
     return lengths
+
+
+def _assert_async(condition: torch.Tensor, message: str) -> bool:
+    """``torch._assert_async``: False where it fails at once (a CPU tensor), True where it holds or is queued."""
+    try:
+        torch._assert_async(condition, message)
+    except RuntimeError:
+        return False
+    return True
 
 
 class TreeEncoder(SequenceEncoder):

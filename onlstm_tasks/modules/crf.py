@@ -1,8 +1,12 @@
-"""Linear-chain CRF: pytorch-crf's likelihood plus a batched Viterbi that honours scheme constraints.
+"""Linear-chain CRF: pytorch-crf's parameters, a likelihood with no time loop in Python, and a batched Viterbi that
+honours scheme constraints.
 
-Training (:meth:`CRF.nll`) is pytorch-crf's forward algorithm over *all* tag sequences; constraints only apply
-to decoding, where a disallowed start, transition or end scores -inf, so an invalid sequence is never predicted
-whatever the emissions and learned transitions are (as long as both are finite).
+Training (:meth:`CRF.nll`) is the forward algorithm over *all* tag sequences, computed by :mod:`.crf_scan` in
+``ceil(log2 T)`` batched rounds (pytorch-crf's per-step loop is the oracle it is tested against: the parameters are
+pytorch-crf's, so checkpoints load as before); constraints only apply to decoding, where a disallowed start,
+transition or end scores -inf, so an invalid sequence is never predicted whatever the emissions and learned
+transitions are (as long as both are finite). Decoding runs the scan too on a GPU (:func:`.crf_scan.viterbi`),
+and on the CPU the per-step loop below, which is faster there (``scripts/benchmark_crf.py``).
 
 Shapes: emissions [B, T, K] float, tags [B, T] long, mask [B, T] bool. Masks are left-aligned (each row a run of
 Trues then Falses) with at least one True per row (:func:`onlstm_tasks.encoders.base.check_mask`).
@@ -17,6 +21,7 @@ import torchcrf
 from torch import nn
 
 from onlstm_tasks.encoders.base import check_mask
+from onlstm_tasks.modules import crf_scan
 from onlstm_tasks.modules.transitions import allowed_transitions
 
 
@@ -60,27 +65,22 @@ class CRF(nn.Module):
         return f"num_tags={self.num_tags}, scheme={self.scheme}"
 
     def nll(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Mean negative log-likelihood over the batch's sentences (a scalar).
+        """Mean negative log-likelihood over the batch's sentences (a scalar); no host read, no time loop.
 
-        Tags at padded positions may hold anything (e.g. -100): they are replaced before pytorch-crf sees them.
+        Tags at padded positions may hold anything (e.g. -100): they are never read.
         """
         emissions = self._check(emissions, mask)
         if tags.shape != mask.shape:
             raise ValueError(f"tags must have shape {tuple(mask.shape)}, got {tuple(tags.shape)}")
-        tags = tags.masked_fill(~mask, 0)
-        if torch.compiler.is_compiling():  # pytorch-crf's forward checks the mask's values (a graph break): its
-            # two terms directly, as its forward computes them (eager mode has checked the mask in _check)
-            if self.crf.batch_first:
-                emissions, tags, mask = emissions.transpose(0, 1), tags.transpose(0, 1), mask.transpose(0, 1)
-            llh = self.crf._compute_score(emissions, tags, mask) - self.crf._compute_normalizer(emissions, mask)
-            return -llh.mean()
-        return -self.crf(emissions, tags, mask=mask, reduction="mean")
+        return crf_scan.nll(emissions, tags, mask, self.crf.start_transitions, self.crf.transitions,
+                            self.crf.end_transitions)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor, pad_value: int = 0) -> torch.Tensor:
         """Best (constrained) tag sequences, [B, T] long; padded positions hold ``pad_value`` (default 0)."""
         emissions = self._check(emissions, mask)
+        decoder = crf_scan.viterbi if emissions.device.type == "cuda" else viterbi_decode
         with torch.inference_mode():  # cheaper small ops; the clone below hands back an ordinary tensor
-            tags, _ = viterbi_decode(emissions, mask, *self.constrained_parameters())
+            tags, _ = decoder(emissions, mask, *self.constrained_parameters())
             tags.masked_fill_(~mask, pad_value)
         return tags.clone()
 

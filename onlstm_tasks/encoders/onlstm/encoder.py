@@ -107,9 +107,11 @@ class ONLSTM(StatefulEncoder):
         if compiling:  # no data-dependent checks in a compiled graph: a given mask counts as ragged
             full, lengths = mask is None, None if mask is None else mask.sum(1)
         else:
-            mask = self.check_inputs(x, mask)
+            given, mask = mask, self.check_inputs(x, mask)
             lengths = mask.sum(1)
-            full = bool((lengths == x.size(1)).all())
+            # whether every row is full matters only to a left-to-right encoder's state carry: a bidirectional
+            # one never reads the lengths on the host
+            full = given is None or (not self.bidirectional and bool((lengths == x.size(1)).all()))
         if lengths is None:
             lengths = torch.full((x.size(0),), x.size(1), dtype=torch.long, device=x.device)
         carry = self.carries_state(full, state)

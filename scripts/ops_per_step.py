@@ -1,0 +1,148 @@
+"""What one training step of a config is made of, counted on the CPU: the figure that tracks GPU cost where no GPU
+is at hand (on a GPU each operation is at least one kernel launch plus Python dispatch, and each host read waits
+for every kernel before it).
+
+    python scripts/ops_per_step.py [--config configs/ner/ontonotes_onlstm_crf.yaml] [--data PATH] [--steps 3]
+
+Builds the config's model and data module through the CLI (``--data`` replaces the data path, as the CLI's
+``--data.init_args.path`` does; default: the kit's copy for hub configs), takes the first training batch and runs
+``training_step`` + ``backward`` (+ the optimizer's step, counted apart) on the training batch whose padded length
+is nearest ``--length`` (default 40), then counts:
+
+- the PyTorch profiler: *leaf ATen operations*, those with no ATen operation inside them, leaving out views and
+  other metadata-only operations (:data:`METADATA_ONLY`); per phase;
+- :func:`onlstm_tasks.host_reads.count_host_reads`: reads of a tensor's values by the host (``.item()``,
+  ``bool()``, ``.tolist()``, ...), the operations that make a GPU step wait.
+
+The first step warms up (lazy initialisations); the figures are the last of ``--steps`` steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO.parent / "shared" / "data" / "conll2012_ontonotesv5"
+
+# operations that only make a new view of or metadata for existing memory (or allocate without writing)
+METADATA_ONLY = frozenset(
+    "aten::" + name for name in (
+        "view", "_unsafe_view", "as_strided", "select", "slice", "narrow", "unsqueeze", "squeeze", "transpose", "t",
+        "permute", "expand", "expand_as", "alias", "view_as", "unbind", "split", "split_with_sizes", "chunk",
+        "reshape", "_reshape_alias", "flatten", "unflatten", "movedim", "detach", "detach_", "lift_fresh",
+        "resolve_conj", "resolve_neg", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+        "contiguous", "numpy_T", "diagonal", "unfold", "result_type", "is_nonzero", "_local_scalar_dense", "item",
+        "to", "_to_copy_view", "set_", "resize_", "size", "stride", "dim", "is_same_size",
+    )
+)
+
+
+def leaf_operations(prof) -> collections.Counter:
+    """Leaf ATen operations of a profile, metadata-only ones left out."""
+    counts: collections.Counter = collections.Counter()
+    for event in prof.events():
+        if not event.name.startswith("aten::") or event.name in METADATA_ONLY:
+            continue
+        if any(child.name.startswith("aten::") for child in event.cpu_children):
+            continue
+        counts[event.name] += 1
+    return counts
+
+
+def build(config: str, data: str | None, length: int = 40):
+    from onlstm_tasks.lightning_cli import TasksCLI
+
+    args = ["--config", config, "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
+            "--trainer.callbacks", "[]", "--trainer.accelerator", "cpu", "--trainer.devices", "1"]
+    if data:
+        args += ["--data.init_args.path", data, "--data.init_args.revision", "null"]
+    cli = TasksCLI(args=args, run=False)
+    cli.datamodule.setup("fit")
+    model = cli.model
+    model.train()
+    optimizer = model.configure_optimizers()  # the config's optimizer
+    optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
+    batch = min(cli.datamodule.train_dataloader(), key=lambda b: (abs(b.tokens.mask.shape[1] - length),
+                                                                   -b.tokens.mask.shape[0]))
+    return model, optimizer, batch
+
+
+def one_step(model, optimizer, batch, phase):
+    with phase("training_step"):
+        loss = model.training_step(batch, 0)
+    with phase("backward"):
+        loss.backward()
+    with phase("optimizer"):
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def main() -> None:
+    from onlstm_tasks.host_reads import count_host_reads
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default=str(REPO / "configs" / "ner" / "ontonotes_onlstm_crf.yaml"))
+    ap.add_argument("--data", default=None, help="the data path (default: the kit's OntoNotes copy for hub configs)")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--length", type=int, default=40, help="take the training batch whose padded length is nearest "
+                    "(default 40, the NER shape of the encoder benchmarks)")
+    ap.add_argument("--top", type=int, default=12, help="how many of the most frequent operations to list")
+    args = ap.parse_args()
+    data = args.data
+    if data is None and "ontonotes" in Path(args.config).name and KIT.is_dir():
+        data = str(KIT)
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model, optimizer, batch = build(args.config, data, args.length)
+    for _ in range(args.steps - 1):  # warm-up
+        one_step(model, optimizer, batch, lambda name: torch.profiler.record_function(name))
+
+    phases: dict[str, collections.Counter] = {}
+
+    class Phase:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            self.prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            self.prof.__enter__()
+
+        def __exit__(self, *exc):
+            self.prof.__exit__(*exc)
+            phases[self.name] = leaf_operations(self.prof)
+
+    one_step(model, optimizer, batch, Phase)  # the profile (a dispatch mode would change what runs: apart)
+    reads_in: dict[str, object] = {}
+
+    @contextlib.contextmanager
+    def reading(name):
+        with count_host_reads() as reads:
+            yield
+        reads_in[name] = reads
+
+    one_step(model, optimizer, batch, reading)
+    tokens = int(batch.tokens.mask.sum())
+    print(f"config: {os.path.relpath(args.config, REPO)}; batch: {tuple(batch.tokens.mask.shape)}, {tokens} tokens")
+    total = collections.Counter()
+    for name, counts in phases.items():
+        print(f"{name:<14} {sum(counts.values()):>6} leaf ATen operations (views and metadata-only left out)")
+        if name != "optimizer":
+            total += counts
+    print(f"{'step':<14} {sum(total.values()):>6} in training_step + backward (the optimizer's step apart)")
+    for name, reads in reads_in.items():
+        print(f"host reads in {name:<14} {reads.total:>3}" + (f": {dict(reads.where)}" if reads.total else "")
+              + (f" (+{reads.inside_ops} inside this package's operators)" if reads.inside_ops else ""))
+    print("most frequent (training_step + backward): "
+          + ", ".join(f"{name.removeprefix('aten::')} {n}" for name, n in total.most_common(args.top)))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The CRF with no time loop (:mod:`onlstm_tasks.modules.crf_scan`) against brute-force enumeration and
+pytorch-crf's per-step loop (the oracle of its likelihood and gradients), and its Viterbi scan against enumeration
+and the per-step decoder, constraints included; no host read in the loss."""
+
+import itertools
+
+import pytest
+import torch
+import torchcrf
+
+from onlstm_tasks.host_reads import count_host_reads
+from onlstm_tasks.modules import CRF, crf_scan
+from onlstm_tasks.modules.crf import viterbi_decode
+
+IOBES = ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
+
+
+def ragged(batch, steps, tags, dtype=torch.float64, scale=2.0, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    emissions = torch.randn(batch, steps, tags, dtype=dtype, generator=generator) * scale
+    lengths = torch.randint(1, steps + 1, (batch,), generator=generator)
+    lengths[0] = steps
+    mask = torch.arange(steps) < lengths[:, None]
+    params = [torch.randn(*shape, dtype=dtype, generator=generator) for shape in ((tags,), (tags, tags), (tags,))]
+    return emissions, mask, params
+
+
+def score(emissions, path, start, transitions, end):
+    """One sentence's path score, in plain Python."""
+    total = start[path[0]] + emissions[0, path[0]]
+    for t in range(1, len(path)):
+        total = total + transitions[path[t - 1], path[t]] + emissions[t, path[t]]
+    return total + end[path[-1]]
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_log_partition_is_the_sum_over_every_path(steps):
+    emissions, mask, (start, transitions, end) = ragged(4, steps, 3)
+    log_z = crf_scan.log_partition(emissions, mask, start, transitions, end)
+    for b in range(4):
+        n = int(mask[b].sum())
+        scores = torch.stack([score(emissions[b, :n], p, start, transitions, end)
+                              for p in itertools.product(range(3), repeat=n)])
+        assert torch.allclose(log_z[b], torch.logsumexp(scores, 0), atol=1e-10)
+
+
+@pytest.mark.parametrize("batch,steps,tags", [(3, 1, 4), (6, 9, 5), (8, 17, 37), (2, 64, 7)])
+def test_likelihood_and_gradients_match_pytorch_crf(batch, steps, tags):
+    emissions, mask, _ = ragged(batch, steps, tags, scale=3.0)
+    oracle = torchcrf.CRF(tags, batch_first=True).double()
+    for p in oracle.parameters():
+        torch.nn.init.normal_(p, 0.0, 2.0)
+    gold = torch.randint(0, tags, (batch, steps)).masked_fill(~mask, -100)
+    emissions.requires_grad_(True)
+    inputs = [emissions, oracle.start_transitions, oracle.transitions, oracle.end_transitions]
+    expected = -oracle(emissions, gold.masked_fill(~mask, 0), mask=mask, reduction="mean")
+    expected_grads = torch.autograd.grad(expected, inputs, allow_unused=True)
+    ours = crf_scan.nll(emissions, gold, mask, oracle.start_transitions, oracle.transitions, oracle.end_transitions)
+    grads = torch.autograd.grad(ours, inputs, allow_unused=True)
+    assert torch.allclose(ours, expected, atol=1e-10)
+    for got, want in zip(grads, expected_grads):
+        if want is None:  # one step: no transition is used
+            assert got is None or not got.any()
+        else:
+            assert torch.allclose(got, want, atol=1e-10)
+
+
+def test_large_float32_scores_stay_finite_and_exact():
+    emissions, mask, (start, transitions, end) = ragged(16, 30, 9, dtype=torch.float32, scale=60.0)
+    ours = crf_scan.log_partition(emissions, mask, start, transitions, end)
+    wide = crf_scan.log_partition(*(t.double() for t in (emissions,)), mask, start.double(), transitions.double(),
+                                  end.double())
+    assert torch.isfinite(ours).all()
+    assert torch.allclose(ours.double(), wide, rtol=1e-6)
+
+
+@pytest.mark.parametrize("steps", [1, 3, 6])
+def test_viterbi_scan_is_the_best_path_under_constraints(steps):
+    crf = CRF(len(IOBES), IOBES, "iobes").double()
+    emissions, mask, params = ragged(5, steps, len(IOBES), seed=steps)
+    with torch.no_grad():
+        for p, value in zip((crf.crf.start_transitions, crf.crf.transitions, crf.crf.end_transitions), params):
+            p.copy_(value)
+    with torch.no_grad():
+        start, transitions, end = crf.constrained_parameters()
+    path, best = crf_scan.viterbi(emissions, mask, start, transitions, end)
+    for b in range(5):
+        n = int(mask[b].sum())
+        candidates = {p: score(emissions[b, :n], p, start, transitions, end)
+                      for p in itertools.product(range(len(IOBES)), repeat=n)}
+        want = max(candidates, key=lambda p: float(candidates[p]))
+        assert tuple(path[b, :n].tolist()) == want
+        assert torch.allclose(best[b], candidates[want])
+        assert (path[b, n:] == path[b, n - 1]).all()  # padding repeats the last tag
+
+
+def test_viterbi_scan_agrees_with_the_per_step_decoder():
+    emissions, mask, (start, transitions, end) = ragged(32, 40, 37, dtype=torch.float32, seed=3)
+    scan_path, scan_best = crf_scan.viterbi(emissions, mask, start, transitions, end)
+    loop_path, loop_best = viterbi_decode(emissions, mask, start, transitions, end)
+    assert torch.equal(scan_path, loop_path)
+    assert torch.allclose(scan_best, loop_best, atol=1e-4)
+
+
+def test_the_crf_loss_reads_nothing_on_the_host():
+    crf = CRF(len(IOBES), IOBES, "iobes")
+    emissions, mask, _ = ragged(4, 7, len(IOBES), dtype=torch.float32)
+    tags = torch.randint(0, len(IOBES), (4, 7))
+    emissions.requires_grad_(True)
+    with count_host_reads() as reads:
+        crf.nll(emissions, tags, mask).backward()
+    assert reads.total == 0, reads.where
