@@ -1,13 +1,20 @@
-"""Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails, and with
-ONLSTM_REQUIRE_COMPILED=1 (also set by .ci/run) a skipped test of the compiled ON-LSTM loop fails, and with
-ONLSTM_REQUIRE_CUDA=1 (set by scripts/gpu_check.sh) a skipped CUDA test fails."""
+"""Test-suite wiring: with ONLSTM_REQUIRE_SHARED_DATA=1 (set by .ci/run) a skipped shared-data test fails, with
+ONLSTM_REQUIRE_COMPILED=1 (also set by .ci/run) a skipped test of the compiled ON-LSTM loop fails, with
+ONLSTM_REQUIRE_TRITON=1 (also set by .ci/run) a skipped test of the Triton kernels fails, and with
+ONLSTM_REQUIRE_CUDA=1 (set by scripts/gpu_check.sh) a skipped CUDA test fails.
+
+Without an NVIDIA GPU, Triton's kernels run on CPU tensors in its interpreter: ``TRITON_INTERPRET=1`` is set here,
+before anything imports Triton (a GPU runs them compiled)."""
 
 from __future__ import annotations
 
 import os
 
-import lightning.pytorch  # noqa: F401 - see below
-import pytest
+if not os.path.exists("/dev/nvidiactl"):  # no NVIDIA GPU: before torch or Lightning can import Triton
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import lightning.pytorch  # noqa: E402,F401 - see below
+import pytest  # noqa: E402
 
 # Lightning gives its logger a StreamHandler bound to the sys.stderr of the moment it is first imported. The CLI
 # imports Lightning only when a subcommand runs; imported first inside a test that captures stderr, the handler
@@ -16,6 +23,7 @@ import pytest
 REQUIRE_SHARED = os.environ.get("ONLSTM_REQUIRE_SHARED_DATA") == "1"
 REQUIRE_COMPILED = os.environ.get("ONLSTM_REQUIRE_COMPILED") == "1"
 REQUIRE_CUDA = os.environ.get("ONLSTM_REQUIRE_CUDA") == "1"
+REQUIRE_TRITON = os.environ.get("ONLSTM_REQUIRE_TRITON") == "1"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -34,6 +42,9 @@ def pytest_runtest_makereport(item, call):
             f"{item.nodeid}: needs the compiled ON-LSTM loop, which ONLSTM_REQUIRE_COMPILED=1 makes required, "
             f"but it was skipped: {report.longrepr}"
         )
+    if REQUIRE_TRITON and report.skipped and item.get_closest_marker("triton") is not None:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid}: needs Triton, which ONLSTM_REQUIRE_TRITON=1 makes required: {report.longrepr}"
     if REQUIRE_CUDA and report.skipped and item.get_closest_marker("cuda") is not None:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid}: needs a GPU, which ONLSTM_REQUIRE_CUDA=1 makes required: {report.longrepr}"

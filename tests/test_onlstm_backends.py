@@ -14,13 +14,14 @@ import pathlib
 
 import pytest
 import torch
-from test_onlstm_fast import batch, compare_with_reference, loss_fn
+from onlstm_helpers import batch, compare_layer_backends, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.dropconnect import _CompiledDropConnect, _masked, drop_connect, keep_threshold, \
     random_lanes
-from onlstm_tasks.encoders.onlstm.layer_op import resolve_backend, run_layer
+from onlstm_tasks.encoders.onlstm.backends import resolve
+from onlstm_tasks.encoders.onlstm.layer_op import run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
 NOT_BUILT = "the compiled ON-LSTM loop was not built (no C++ compiler, or torch absent, at install time?)"
@@ -71,32 +72,6 @@ def test_the_compiled_loop_gives_the_pytorch_outputs_and_gradients(threads, symm
     compare_layer_backends(("compiled", "torch"), lengths, dirs, symmetric, carry, seed=len(lengths) + dirs)
 
 
-def layer_inputs(lengths: list[int], dirs: int, carry: bool, seed: int):
-    """Random inputs of one layer (hidden 12, 3 levels, 5 features) over rows of ``lengths``: x, weight_ih, bias,
-    weight_hh, then the initial state (``carry``) or None."""
-    g = torch.Generator().manual_seed(seed)
-    hidden, levels, features, steps = 12, 3, 5, max(lengths)
-    gates = 4 * hidden + 2 * levels
-    shapes = ((len(lengths), steps, features), (dirs, gates, features), (dirs, gates), (dirs, gates, hidden))
-    args = [torch.randn(*shape, generator=g) for shape in shapes]
-    state = tuple(torch.randn(dirs, len(lengths), hidden, generator=g) for _ in range(2)) if carry else None
-    return args, state
-
-
-def compare_layer_backends(backends, lengths, dirs, symmetric, carry, seed):
-    """Every output (the final cell state too) and every gradient of the layer operator, equal within 2e-5 on the
-    two back ends."""
-    args, state = layer_inputs(lengths, dirs, carry, seed)
-    results = []
-    for backend in backends:
-        leaves = [a.clone().requires_grad_() for a in args]
-        h, d_f, d_i, c_last = run_layer(leaves[0], torch.tensor(lengths), *leaves[1:], symmetric, backend, state)
-        loss = loss_fn(h, d_f, d_i) + (c_last * c_last.detach().sin()).sum()
-        results.append((h, d_f, d_i, c_last, *torch.autograd.grad(loss, leaves)))
-    for got, want in zip(*results):
-        torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
-
-
 @marked(*needs_compiled)
 @pytest.mark.parametrize("lengths", [[3, 3], [3, 1, 2]])
 def test_wide_layers_take_the_compiled_products_and_give_the_pytorch_gradients(lengths):
@@ -145,14 +120,19 @@ def test_nan_propagates_as_in_pytorch(backend):
 
 def test_backend_choice_is_checked_and_explained():
     x = torch.zeros(2, 3, 4)
-    assert resolve_backend("torch", x) == "torch"
-    assert resolve_backend("auto", x.double()) == "torch"  # float64: the PyTorch loop
+    assert resolve("torch", x).name == "torch"
+    assert resolve("auto", x.double()).name == "torch"  # float64: the PyTorch loop
     with pytest.raises(ValueError, match="backend 'compiled' cannot run here: the compiled loop runs float32 CPU"):
-        resolve_backend("compiled", x.double())
-    with pytest.raises(ValueError, match="backend must be one of auto, compiled, torch, fused; got .fast."):
+        resolve("compiled", x.double())
+    with pytest.raises(ValueError, match="backend must be one of auto, compiled, torch, triton; got .fast."):
         ONLSTM(4, 8, 4, backend="fast")
+    with pytest.raises(ValueError, match="backend 'triton' cannot run here: the Triton kernels run in float32"):
+        resolve("triton", x.double())
+    with pytest.raises(ValueError, match="backend 'triton' cannot run here: the Triton kernels run on CUDA devices, "
+                                         "not meta"):
+        resolve("triton", x.to("meta"))
     if native.available():
-        assert resolve_backend("auto", x) == "compiled"
+        assert resolve("auto", x).name == "compiled"
 
 
 def test_no_ctypes_in_the_package_and_no_environment_reads_in_the_encoders():

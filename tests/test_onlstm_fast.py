@@ -3,47 +3,11 @@ stays the oracle."""
 
 import pytest
 import torch
+from onlstm_helpers import batch, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm.layer_op import run_layer
-from onlstm_tasks.encoders.onlstm.reference import reference_encode
 from onlstm_tasks.encoders.onlstm.runs import step_runs
-
-TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-10}
-# unsorted, with ties, shorter than T everywhere but row 1: exercises sorting, runs of steps on fewer rows and
-# rows that keep stepping past their end inside a run
-LENGTHS = [7, 9, 1, 8, 9, 5, 2, 8]
-
-
-def batch(dtype, lengths=LENGTHS, steps=9, features=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(len(lengths), steps, features, generator=g, dtype=dtype)
-    mask = torch.arange(steps)[None, :] < torch.tensor(lengths)[:, None]
-    return x, mask
-
-
-def loss_fn(out_h, out_f, out_i, seed=1):
-    """A loss that weights every output differently, so that every gradient path is exercised."""
-    g = torch.Generator().manual_seed(seed)
-    w_h = torch.randn(out_h.shape, generator=g, dtype=out_h.dtype)
-    w_f = torch.randn(out_f.shape, generator=g, dtype=out_f.dtype)
-    return (out_h * w_h).sum() + (out_f * w_f).sum() + out_i.pow(2).sum()
-
-
-def compare_with_reference(enc, x, mask, recurrent_weights=None, fast_out=None):
-    tol = TOLERANCE[x.dtype]
-    x = x.detach().requires_grad_()
-    out = enc(x, mask) if fast_out is None else fast_out(x)
-    ref = reference_encode(enc, x, mask, recurrent_weights=recurrent_weights)
-    for got, want in zip((out.hidden, out.distances, out.input_distances), ref):
-        torch.testing.assert_close(got, want, rtol=0, atol=tol)
-    params = [x, *enc.parameters()]
-    fast_grads = torch.autograd.grad(loss_fn(out.hidden, out.distances, out.input_distances), params)
-    ref_grads = torch.autograd.grad(loss_fn(*ref), params)
-    names = ["x", *(n for n, _ in enc.named_parameters())]
-    for name, g_fast, g_ref in zip(names, fast_grads, ref_grads):
-        torch.testing.assert_close(g_fast, g_ref, rtol=0, atol=tol, msg=lambda m: f"gradient of {name}: {m}")
-    assert (fast_grads[0][~mask] == 0).all()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

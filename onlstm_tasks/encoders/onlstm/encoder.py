@@ -11,7 +11,8 @@ from ..base import EncoderOutput, StatefulEncoder, check_layer_states
 from ..dropout import check_probability, locked_dropout
 from .cell import ONLSTMCell
 from .dropconnect import drop_connect
-from .layer_op import BACKENDS, run_layer
+from .backends import NAMES as BACKENDS
+from .layer_op import run_layer
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
@@ -29,11 +30,12 @@ class ONLSTM(StatefulEncoder):
         dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
         dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
         master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
-        backend: the time loop: ``"compiled"`` (the C++ kernels built at install; float32 on the CPU), ``"fused"``
-            (each step's element-wise work compiled by ``torch.compile``: Triton kernels on a GPU, compiled once per
-            process), ``"torch"`` (PyTorch operations; any device and dtype) or ``"auto"`` (the compiled loop on the
-            CPU and the fused step on a CUDA device wherever they can run, else PyTorch's). Every back end computes the same function (tested against the reference cell); each layer is
-            one call of the operator ``torch.ops.onlstm_tasks.onlstm_layer``, which ``torch.compile`` takes whole.
+        backend: the time loop (:mod:`.backends`): ``"triton"`` (the whole loop of a layer in one Triton kernel,
+            forward and backward; float32 on a CUDA device), ``"compiled"`` (the C++ kernels built at install;
+            float32 on the CPU), ``"torch"`` (PyTorch operations; any device and dtype) or ``"auto"`` (Triton on a
+            CUDA device, the compiled loop on the CPU, wherever they can run, else PyTorch's). Every back end
+            computes the same function (tested against the reference cell); each layer is one call of the operator
+            ``torch.ops.onlstm_tasks.onlstm_layer``, which ``torch.compile`` takes whole.
 
     Distances in the output are ``1 - mean(f~_t)`` (master forget) and ``mean(i~_t)`` (master input) per layer
     and direction.

@@ -1,15 +1,13 @@
 """One ON-LSTM layer's forward and backward pass over time-major, length-sorted inputs (see :mod:`.equations` for
-the maths, :mod:`.layer_op` for the operator around it and "Padding" there).
+the maths, :mod:`.backend_loop` for the back ends around it and "Padding" there).
 
-:class:`LayerPass` allocates the buffers and runs the time loop with one of two back ends that read and write the
-same buffers in the same conventions:
+:class:`LayerPass` allocates the buffers and runs the time loop in one of two ways that read and write the same
+buffers in the same conventions:
 
 - ``"compiled"``: the whole time loop, recurrent products included, in one call of the C++ kernels
   (``csrc/onlstm_cpu.cpp`` through :mod:`.native`; float32 on the CPU);
 - ``"torch"``: a Python loop, each step's recurrent product a ``baddbmm`` and its element-wise work PyTorch
-  operations on whole-batch views (:mod:`.steps_torch`); any device and dtype;
-- ``"fused"``: the same loop with each step's element-wise work one function compiled by ``torch.compile``
-  (:mod:`.steps_fused`: Triton kernels on a GPU).
+  operations on whole-batch views (:mod:`.steps_torch`); any device and dtype.
 
 The input projection is one ``baddbmm`` over the (step, row) pairs the runs of steps compute, before the loop, in
 both. With ``save=True`` the pass keeps what :meth:`LayerPass.backward` reads.
@@ -20,11 +18,11 @@ from __future__ import annotations
 import torch
 
 from . import native
-from . import steps_fused, steps_torch
+from . import steps_torch
 from .equations import gate_rows
 from .runs import gather_runs, per_step, scatter_runs, step_runs
 
-BACKENDS = ("compiled", "torch", "fused")
+LOOPS = ("compiled", "torch")
 
 
 def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
@@ -41,8 +39,8 @@ class LayerPass:
     saving forward returned, so the operator's backward rebuilds the geometry rather than keeping the object."""
 
     def __init__(self, x_shape, weight_hh: torch.Tensor, batch_sizes: list[int], symmetric: bool, backend: str):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend not in LOOPS:
+            raise ValueError(f"backend must be one of {LOOPS}, got {backend!r}")
         dirs, steps, batch, _ = x_shape
         gates, hidden = weight_hh.shape[1:]
         levels = (gates - 4 * hidden) // 2
@@ -122,17 +120,14 @@ class LayerPass:
                                 not save)
         else:
             w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-            if self.backend == "fused":
-                steps_fused.forward_pass(self, acts, h, masters, w_hh_t, h_init)
-            else:
-                if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
-                    acts[:, 0].baddbmm_(h_init, w_hh_t)
-                elementwise = steps_torch.forward_steps(self, acts, h, masters)
-                a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
-                for t in range(stop):
-                    if t:
-                        a_all[t].baddbmm_(h_prevs[t], w_hh_t)
-                    elementwise(t)
+            if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+                acts[:, 0].baddbmm_(h_init, w_hh_t)
+            elementwise = steps_torch.forward_steps(self, acts, h, masters)
+            a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
+            for t in range(stop):
+                if t:
+                    a_all[t].baddbmm_(h_prevs[t], w_hh_t)
+                elementwise(t)
             means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
             d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
         if self.valid is not None:
@@ -191,9 +186,6 @@ class LayerPass:
                                  None if d_logits_const is None else d_logits_const.flatten(-2), d_pre, carry,
                                  weight_hh.contiguous(), rows_at, batch if grad_c_last is not None else 0,
                                  self.symmetric)
-            return d_pre
-        if self.backend == "fused":
-            steps_fused.backward_pass(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last, weight_hh)
             return d_pre
         elementwise = steps_torch.backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
         d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)

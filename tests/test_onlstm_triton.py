@@ -1,0 +1,91 @@
+"""The ``triton`` back end (:mod:`onlstm_tasks.encoders.onlstm.backend_triton`): the whole time loop of a layer in
+one Triton kernel, forward and backward, against the reference cell (the oracle) and the PyTorch loop. Without a
+GPU the kernels run in Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1``, set by ``conftest.py``), at the
+small sizes the interpreter affords: hidden 32 (chunk 8, so 4 levels), up to 20 rows (two programs of 16) and 12
+steps. Marked ``triton``: skipped without Triton, required in CI (ONLSTM_REQUIRE_TRITON=1). Each kernel launch
+takes about a second in the interpreter, so most cases are in the slow tier."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from onlstm_helpers import compare_layer_backends, compare_with_reference
+
+from onlstm_tasks.encoders import ONLSTM
+from onlstm_tasks.host_reads import count_host_reads
+
+triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
+pytestmark = pytest.mark.triton
+RAGGED = [12, 3, 1, 12, 7, 9, 12, 2, 5, 11, 4, 12, 6, 8, 10, 1, 12, 3]  # 18 rows: two programs, the second partial
+
+
+def ragged_batch(lengths, steps=12, features=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(len(lengths), steps, features, generator=g)
+    return x, torch.arange(steps)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def test_the_kernel_matches_the_reference_on_a_small_ragged_batch():
+    """Outputs (hidden states, both distances) and every gradient within 1e-5 of the reference cell."""
+    torch.manual_seed(0)
+    enc = ONLSTM(5, 32, 8, bidirectional=True, backend="triton")
+    compare_with_reference(enc, *ragged_batch([6, 2, 5, 1], steps=6))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("master_input", ["paper", "symmetric"])
+@pytest.mark.parametrize("bidirectional,num_layers", [(False, 1), (True, 1), (True, 2)])
+@pytest.mark.parametrize("lengths", [RAGGED, [12] * 20], ids=["ragged", "full"])
+def test_the_kernel_matches_the_reference(master_input, bidirectional, num_layers, lengths):
+    torch.manual_seed(1)
+    enc = ONLSTM(5, 32, 8, num_layers=num_layers, bidirectional=bidirectional, master_input=master_input,
+                 backend="triton")
+    compare_with_reference(enc, *ragged_batch(lengths))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("dirs", [1, 2])
+@pytest.mark.parametrize("lengths,carry", [([6, 6, 6], False), ([6, 6, 6], True), ([6, 2, 5, 1], False)])
+def test_the_kernel_gives_the_pytorch_loop_outputs_and_gradients(symmetric, dirs, lengths, carry):
+    """Layer by layer, every output (the final cell state too) and every gradient, from zeros or from a carried
+    state, at a hidden size that is not a power of two (12: 3 levels of 4)."""
+    compare_layer_backends(("triton", "torch"), lengths, dirs, symmetric, carry, seed=len(lengths) + dirs)
+
+
+@pytest.mark.slow
+def test_inference_keeps_no_buffers_and_gives_the_training_outputs():
+    torch.manual_seed(2)
+    enc = ONLSTM(5, 32, 8, bidirectional=True, backend="triton").eval()
+    x, mask = ragged_batch([12, 5, 9])
+    with torch.no_grad():
+        inference = enc(x, mask)
+    training = enc(x.requires_grad_(), mask)
+    for got, want in zip((inference.hidden, inference.distances), (training.hidden, training.distances)):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_opcheck_of_the_operator_with_the_triton_backend():
+    """torch.library.opcheck: schema, fake tensor shapes, autograd registration, AOT dispatch."""
+    torch.manual_seed(5)
+    hidden, levels, features, dirs = 16, 2, 3, 2
+    gates = 4 * hidden + 2 * levels
+    lengths = [4, 1, 3]
+    x = torch.randn(len(lengths), max(lengths), features, requires_grad=True)
+    weights = [torch.randn(*shape, requires_grad=True) for shape in
+               ((dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
+    args = (x, torch.tensor(lengths), *weights, None, None, False, "triton", True)
+    torch.library.opcheck(torch.ops.onlstm_tasks.onlstm_layer.default, args)
+
+
+def test_the_triton_pass_reads_nothing_on_the_host():
+    """No value of a tensor reaches Python in a forward and backward pass, inside the operator included: the rows'
+    lengths stay on the device, where each program reads its own."""
+    torch.manual_seed(3)
+    enc = ONLSTM(5, 16, 8, bidirectional=True, backend="triton")
+    x, mask = ragged_batch([3, 1, 2], steps=3)
+    with count_host_reads() as reads:
+        out = enc(x.requires_grad_(), mask)
+        (out.hidden.sum() + out.distances.sum()).backward()
+    assert (reads.total, reads.inside_ops) == (0, 0), reads.where
