@@ -23,9 +23,9 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 The main ON-LSTM column is ``backend="auto"`` (on the CPU the compiled loop of ``csrc/onlstm_cpu.cpp`` where it was
-built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the fused step, each step's element-wise work compiled
-by ``torch.compile`` into Triton kernels); the table also times ``backend="torch"`` (``loop ms``: the per-step
-PyTorch loop, a dozen kernels per step), so one run shows what the compiled loop or the fused step brings. On a GPU
+built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the ``triton`` back end, the whole time loop of a layer
+in one Triton kernel, forward and backward); the table also times ``backend="torch"`` (``loop ms``: the per-step
+PyTorch loop, a dozen kernels per step), so one run shows what the compiled loop or the Triton kernel brings. On a GPU
 it adds ``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out), and the language
 model's table gets the PyTorch loop too.
 On a machine shared with other jobs pass ``--threads 1 --clock cpu``: several OpenMP threads competing for busy
@@ -183,7 +183,7 @@ def lm_table(args, repeats, clock) -> list[dict]:
         return step
 
     loop = None
-    if device.type == "cuda":  # the per-step PyTorch loop beside the fused step
+    if device.type == "cuda":  # the per-step PyTorch loop beside the Triton kernel
         loop = ONLSTM(sizes[0], sizes[1:], 10, num_layers=3, backend="torch").to(device)
         loop.load_state_dict(enc.state_dict())
     rows = []

@@ -183,3 +183,27 @@ def test_simulated_ddp_training_same_steps_on_every_rank(monkeypatch, world, len
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         BucketBatchSampler([1, 2], 0, shuffle=False)
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("max_tokens", [8, 20, 64])
+def test_a_token_budget_caps_padded_tokens_and_keeps_every_index_once(shuffle, max_tokens) -> None:
+    sampler = BucketBatchSampler(SMALL * 3, batch_size=6, shuffle=shuffle, seed=1, max_tokens=max_tokens)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        batches = list(sampler)
+        assert sorted(i for b in batches for i in b) == list(range(len(SMALL) * 3))
+        assert all(len(b) <= 6 and len(b) * max(SMALL[i % len(SMALL)] for i in b) <= max_tokens for b in batches)
+        assert len(batches) == len(sampler)
+
+
+def test_a_token_budget_gives_short_sentences_more_rows() -> None:
+    lengths = [2] * 40 + [10] * 8
+    sizes = {max(lengths[i] for i in b): len(b)
+             for b in BucketBatchSampler(lengths, batch_size=32, shuffle=False, max_tokens=40)}
+    assert sizes == {2: 20, 10: 4}  # 40 tokens: 20 rows of 2, 4 rows of 10 (batch_size 32 would allow more)
+
+
+def test_a_token_budget_below_the_longest_sequence_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"max_tokens \(5\) must hold the longest sequence \(8 tokens\)"):
+        BucketBatchSampler(SMALL, batch_size=4, shuffle=True, max_tokens=5)

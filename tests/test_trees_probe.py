@@ -15,7 +15,7 @@ from onlstm_tasks.data.features import WordNormalizer, words_to_batch
 from onlstm_tasks.data.ner import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM
-from onlstm_tasks.encoders.onlstm import master_gates
+from onlstm_tasks.probing.master_gates import master_gates
 from onlstm_tasks.modules.aspect_heads import AspectAttentionHead, AspectPoolingHead, TargetDependentHead
 from onlstm_tasks.probing.loading import load_probe
 from onlstm_tasks.probing.probe import EncoderProbe

@@ -24,7 +24,7 @@ from onlstm_tasks.trees.heads import heads_to_tensor
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
 from .base import TaskDataModule, adopt_checkpoint_data, carve_validation
-from .batching import IGNORE, TokenBatch
+from .batching import IGNORE, PinsMemory, TokenBatch
 from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
 from .gold_trees import example_heads_from_parsed
@@ -37,7 +37,7 @@ UNKNOWN_LABEL = IGNORE  # label id of prediction inputs (the ``ignore_index`` of
 
 
 @dataclass
-class AspectBatch:
+class AspectBatch(PinsMemory):
     tokens: TokenBatch
     aspect_mask: torch.Tensor  # [B, T] bool, True on the aspect term's tokens (always inside tokens.mask)
     labels: torch.Tensor  # [B] long class ids (indices into the data module's ``labels``); -100 when unknown
@@ -181,7 +181,8 @@ class AspectSentimentDataModule(TaskDataModule):
         vocab_from: str | None = None,
         predict_file: str | None = None,
         parses: str | None = None,
-        num_workers: int = 0,
+        num_workers: int | None = None,
+        max_tokens: int | None = None,
         seed: int = 0,
         vectors: str | None = None,
         vectors_max_words: int | None = 100_000,

@@ -11,6 +11,7 @@ batches, and its prediction file.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -53,17 +54,23 @@ def carve_validation(
     return train, validation, n_held
 
 
+GPU_WORKERS = 4  # loader processes on a GPU when ``num_workers`` is left unset
+
+
 def bucket_loader(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
-    num_workers: int = 0,
+    num_workers: int = 0, pin_memory: bool = False, max_tokens: int | None = None,
 ) -> DataLoader:
-    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together); the
-    training loader (``shuffle``) resumes mid-epoch (:class:`ResumableDataLoader`). Its own seeded generator keeps
-    the loader from drawing on the global RNG, so a resumed run's dropout draws match an uninterrupted run's."""
-    sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed)
+    """A DataLoader over example indices, batched by :class:`BucketBatchSampler` (similar lengths together, at most
+    ``batch_size`` rows and, with ``max_tokens``, at most that many padded tokens); the training loader
+    (``shuffle``) resumes mid-epoch (:class:`ResumableDataLoader`). Its own seeded generator keeps the loader from
+    drawing on the global RNG, so a resumed run's dropout draws match an uninterrupted run's. ``pin_memory``: batches
+    in page-locked memory (for a GPU: the move to the device then does not block the host)."""
+    sampler = BucketBatchSampler(lengths, batch_size, shuffle=shuffle, seed=seed, max_tokens=max_tokens)
     # the batch sampler yields index lists; the dataset is just the index itself
     loader = ResumableDataLoader if shuffle else DataLoader
     return loader(range(len(lengths)), batch_sampler=sampler, collate_fn=collate, num_workers=num_workers,
+                  pin_memory=pin_memory, persistent_workers=num_workers > 0,
                   generator=torch.Generator().manual_seed(seed))
 
 
@@ -254,8 +261,18 @@ class TaskDataModule(pl.LightningDataModule):
     def _loader(self, split: str, train: bool) -> DataLoader:
         items = self._encode(split)
         size = self.hparams.batch_size if train else self.hparams.eval_batch_size
+        on_gpu = self._on_gpu()
+        workers = self.hparams.num_workers
+        if workers is None:  # unset: loader processes where the model waits on a GPU, none on a CPU
+            workers = min(GPU_WORKERS, os.cpu_count() or 1) if on_gpu else 0
         return bucket_loader([self._item_length(item) for item in items], size, train, self.hparams.seed,
-                             self._collate(split), self.hparams.num_workers)
+                             self._collate(split), workers, pin_memory=on_gpu,
+                             max_tokens=self.hparams.get("max_tokens") if train else None)
+
+    def _on_gpu(self) -> bool:
+        """Whether the trainer (if any) runs on a CUDA device."""
+        strategy = getattr(self.trainer, "strategy", None) if self.trainer is not None else None
+        return strategy is not None and strategy.root_device.type == "cuda"
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", train=True)

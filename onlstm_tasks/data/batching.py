@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import torch
 
 IGNORE = -100  # target of positions that predict nothing, label id of unlabelled inputs (cross_entropy's ignore_index)
 
 
+class PinsMemory:
+    """``pin_memory()`` for a batch dataclass: the DataLoader's ``pin_memory=True`` (on a GPU) calls it, so that the
+    batch's tensors move to the device without blocking the host (Lightning moves them with ``non_blocking``)."""
+
+    def pin_memory(self):
+        return replace(self, **{f.name: _pinned(getattr(self, f.name)) for f in fields(self)})
+
+
+def _pinned(value):
+    return value.pin_memory() if hasattr(value, "pin_memory") and not isinstance(value, type) else value
+
+
 @dataclass
-class TokenBatch:
+class TokenBatch(PinsMemory):
     """Token-level inputs of a padded batch.
 
     word_ids: [B, T] long, 0 = padding (word vocabulary indices after normalisation)

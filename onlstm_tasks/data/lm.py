@@ -26,7 +26,7 @@ from torch.utils.data import DataLoader
 from onlstm_tasks.errors import DataFormatError
 
 from .base import TaskDataModule
-from .batching import IGNORE, TokenBatch
+from .batching import IGNORE, PinsMemory, TokenBatch
 from .checkpoint_file import read_checkpoint_file
 from .common import word_options
 from .examples import Example
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class LMBatch:
+class LMBatch(PinsMemory):
     tokens: TokenBatch  # inputs (no character ids: [B, T, 1] zeros)
     forward_targets: torch.Tensor  # [B, T] long: the word each position's forward state predicts, IGNORE if none
     backward_targets: torch.Tensor | None  # [B, T] long for the backward LM (sentence mode), else None
@@ -123,7 +123,7 @@ class LanguageModelDataModule(TaskDataModule):
         train_sentences: int | None = None,
         vocab_from: str | None = None,
         predict_file: str | None = None,
-        num_workers: int = 0,
+        num_workers: int | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()

@@ -13,7 +13,7 @@ from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
 from .base import TaskDataModule, adopt_checkpoint_data
-from .batching import TokenBatch
+from .batching import PinsMemory, TokenBatch
 from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
 from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class NERBatch:
+class NERBatch(PinsMemory):
     tokens: TokenBatch
     tags: torch.Tensor  # [B, T] long tag ids, 0 at padding (use tokens.mask)
     index: list[int]  # positions of the batch's examples in their split
@@ -180,7 +180,8 @@ class NERDataModule(TaskDataModule):
         vocab_from: str | None = None,
         predict_file: str | None = None,
         pretokenized: bool = False,
-        num_workers: int = 0,
+        num_workers: int | None = None,
+        max_tokens: int | None = None,
         seed: int = 0,
         vectors: str | None = None,
         vectors_max_words: int | None = 100_000,

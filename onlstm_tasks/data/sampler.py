@@ -9,7 +9,9 @@ import torch.distributed as dist
 
 
 class BucketBatchSampler:
-    """Yields batches of indices of similar length (little padding).
+    """Yields batches of indices of similar length (little padding): ``batch_size`` rows at most and, with
+    ``max_tokens`` (a token budget: rows times the batch's longest length), no more padded tokens than that, so that
+    batches of short sentences hold more rows (the size a GPU wants) and batches of long ones fewer.
 
     Training (``shuffle=True``): indices are sorted by length with random tie-breaking, cut into batches, and
     the batch order is shuffled; :meth:`set_epoch` (called by Lightning) reseeds each epoch. Evaluation
@@ -31,12 +33,16 @@ class BucketBatchSampler:
     uninterrupted run would have seen (:class:`~onlstm_tasks.data.resumable_loader.ResumableDataLoader`).
     """
 
-    def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0) -> None:
+    def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0,
+                 max_tokens: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if max_tokens is not None and max_tokens < max(lengths, default=0):
+            raise ValueError(f"max_tokens ({max_tokens}) must hold the longest sequence ({max(lengths)} tokens)")
         self.lengths = list(lengths)
         self._items = [i for i, n in enumerate(self.lengths) if n > 0]  # what is batched
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.max_tokens = max_tokens
         self.epoch = 0
         self._skip = 0  # batches of ``self.epoch`` already done before a restore; used by the next iteration only
 
@@ -68,15 +74,29 @@ class BucketBatchSampler:
         if self._needs_one_batch_per_process(world):
             # contiguous runs of the sorted order, sizes differing by at most one, none empty (len(order) >= world)
             return [order[r * len(order) // world : (r + 1) * len(order) // world] for r in range(world)]
-        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches = [order[start:stop] for start, stop in self._cuts()]
         if self.shuffle:
             rng.shuffle(batches)
         return batches
 
+    def _cuts(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` of each batch in the length-sorted order: ``batch_size`` rows at most, and with
+        ``max_tokens`` at most that many padded tokens (rows times the batch's longest length). A function of the
+        sorted lengths alone, so the same in every epoch and on every process."""
+        ordered = sorted(self.lengths[i] for i in self._items)
+        if self.max_tokens is None:
+            return [(i, min(i + self.batch_size, len(ordered))) for i in range(0, len(ordered), self.batch_size)]
+        cuts, start = [], 0
+        for stop, length in enumerate(ordered):  # ascending: each new row is the batch's longest
+            if stop - start == self.batch_size or (stop - start + 1) * length > self.max_tokens:
+                cuts.append((start, stop))
+                start = stop
+        return cuts + ([(start, len(ordered))] if ordered else [])
+
     def _needs_one_batch_per_process(self, world: int) -> bool:
         """Evaluation under DDP with fewer batches than processes (but some examples): cut one batch per process."""
         n = len(self._items)
-        if self.shuffle or world == 1 or n == 0 or -(-n // self.batch_size) >= world:
+        if self.shuffle or world == 1 or n == 0 or len(self._cuts()) >= world:
             return False
         if n < world:
             raise ValueError(
@@ -101,7 +121,7 @@ class BucketBatchSampler:
 
     def __len__(self) -> int:
         world, rank = process_world()
-        n = world if self._needs_one_batch_per_process(world) else -(-len(self._items) // self.batch_size)
+        n = world if self._needs_one_batch_per_process(world) else len(self._cuts())
         if world == 1:
             return n
         if self.shuffle:

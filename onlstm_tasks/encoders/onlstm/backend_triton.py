@@ -112,10 +112,10 @@ def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight
     h_out = x.new_zeros(batch, steps, dirs * hidden)
     forget, inputs = x.new_zeros(dirs, batch, steps), x.new_zeros(dirs, batch, steps)
     hbuf = x.new_empty(2, dirs, batch, hidden)
-    cells = x.new_empty(dirs, batch, steps + 1 if save else 2, hidden)
+    # saved cells: zero where a row has ended (nothing writes there), so that the outputs are a function of the inputs
+    cells = x.new_zeros(dirs, batch, steps + 1, hidden) if save else x.new_zeros(dirs, batch, 2, hidden)
     if h0 is None:
         hbuf[0].zero_()
-        cells[:, :, 0].zero_()
     else:
         hbuf[0].copy_(h0)
         cells[:, :, 0].copy_(c0)

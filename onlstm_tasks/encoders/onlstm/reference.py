@@ -2,15 +2,16 @@
 
 Written straight from the paper (Shen et al., ICLR 2019, eqs. 9-14) with no batching tricks: one sentence at a
 time, one step at a time, every gate named (the equations and the gate layout are in :mod:`.equations`, which this
-module applies as they are). Slow on purpose; never used for training.
+module applies as they are). Slow on purpose; never used for training. It imports only :mod:`.equations`: the
+oracle does not depend on the code it checks (:func:`reference_encode` reads an encoder's parameters, by name).
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from .cell import ONLSTMCell
-from .equations import onlstm_update
+from .equations import MASTER_INPUT_VARIANTS, onlstm_update
 
 
 def reference_step(
@@ -53,8 +54,23 @@ def reference_gate_step(
     return onlstm_update(pre, c, chunk_size, master_input)
 
 
-class ReferenceONLSTMCell(ONLSTMCell):
-    """An ON-LSTM cell (same parameters as :class:`ONLSTMCell`) that steps one unbatched vector at a time."""
+class ReferenceONLSTMCell(nn.Module):
+    """An ON-LSTM cell that steps one unbatched vector at a time: the parameters of
+    :class:`~onlstm_tasks.encoders.onlstm.cell.ONLSTMCell` (same names, shapes and initialisation), so state dicts
+    load into either."""
+
+    def __init__(self, input_size: int, hidden_size: int, chunk_size: int, master_input: str = "paper") -> None:
+        super().__init__()
+        if chunk_size <= 0 or hidden_size % chunk_size or master_input not in MASTER_INPUT_VARIANTS:
+            raise ValueError("hidden_size must be a multiple of chunk_size, master_input one of "
+                             f"{MASTER_INPUT_VARIANTS}")
+        self.chunk_size, self.master_input = chunk_size, master_input
+        gates = 4 * hidden_size + 2 * (hidden_size // chunk_size)
+        bound = hidden_size**-0.5
+        self.weight_ih = nn.Parameter(torch.empty(gates, input_size).uniform_(-bound, bound))
+        self.bias_ih = nn.Parameter(torch.empty(gates).uniform_(-bound, bound))
+        self.weight_hh = nn.Parameter(torch.empty(gates, hidden_size).uniform_(-bound, bound))
+        self.bias_hh = nn.Parameter(torch.empty(gates).uniform_(-bound, bound))
 
     def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
         h, c = state

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..base import reverse_padded
-from ..independent_directions import IndependentDirections
-from .encoder import ONLSTM
-from .reference import reference_gate_step
+from onlstm_tasks.encoders.base import reverse_padded
+from onlstm_tasks.encoders.independent_directions import IndependentDirections
+from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.encoders.onlstm.reference import reference_gate_step
 
 
 @dataclass
