@@ -9,7 +9,8 @@ import sys
 
 from setuptools import setup
 
-SOURCE = "onlstm_tasks/encoders/onlstm/csrc/onlstm_cpu.cpp"
+# the ON-LSTM's time loop and DropConnect; the CRF's forward-backward algorithm (onlstm_tasks/modules/crf_cpu.py)
+SOURCES = ["onlstm_tasks/encoders/onlstm/csrc/onlstm_cpu.cpp", "onlstm_tasks/encoders/onlstm/csrc/crf_cpu.cpp"]
 
 
 def warn(message: str) -> None:
@@ -36,7 +37,7 @@ else:
     # the flag it runs on one thread); the OpenMP entry points resolve to the runtime torch has already loaded
     flags = ["/O2", "/openmp"] if sys.platform == "win32" else ["-O3", "-fno-trapping-math", "-fopenmp"]
     link = [] if sys.platform == "win32" else ["-fopenmp"]
-    ext_modules = [CppExtension("onlstm_tasks.encoders.onlstm._onlstm_cpu", [SOURCE], extra_compile_args=flags,
+    ext_modules = [CppExtension("onlstm_tasks.encoders.onlstm._onlstm_cpu", SOURCES, extra_compile_args=flags,
                                 extra_link_args=link)]
     cmdclass = {"build_ext": OptionalBuild.with_options(use_ninja=True)}
 

@@ -1,4 +1,6 @@
-"""Times our batched Viterbi (CRF.decode) against pytorch-crf's decode on the same inputs.
+"""Times our CRF against pytorch-crf's on the same inputs: the likelihood and its gradient (CRF.nll, the
+log-semiring scan of onlstm_tasks/modules/crf_scan.py, against pytorch-crf's per-step loop), then decoding (CRF.decode:
+the per-step Viterbi on the CPU, the max-plus scan on a GPU; and the other of the two) against pytorch-crf's decode.
 
     python scripts/benchmark_crf.py [--batch 32] [--length 40] [--min-length 40] [--tags 37] [--repeats 50]
                                     [--threads N] [--device cuda]
@@ -23,7 +25,8 @@ import time
 
 import torch
 
-from onlstm_tasks.modules import CRF
+from onlstm_tasks.modules import CRF, crf_scan
+from onlstm_tasks.modules.crf import viterbi_decode
 
 
 def interleaved_timings(fns, repeats: int, warmup: int = 5, sync=lambda: None) -> list[dict[str, list[float]]]:
@@ -87,16 +90,40 @@ def main() -> None:
           f"torch {torch.__version__} threads={torch.get_num_threads()} | device {device}")
     print(f"shape: batch={args.batch} length={args.length} tags={args.tags} (lengths {int(lengths.min())}.."
           f"{int(lengths.max())}), repeats={args.repeats}; paths identical")
+    tags = torch.randint(0, args.tags, (args.batch, args.length), device=device)
+    leaf = emissions.clone().requires_grad_()
+
+    def ours_loss() -> None:
+        crf.nll(leaf, tags, mask).backward()
+
+    def theirs_loss() -> None:
+        (-crf.crf(leaf, tags, mask=mask, reduction="mean")).backward()
+
+    t_ours, t_theirs = interleaved_timings([ours_loss, theirs_loss], args.repeats, sync=sync)
+    report("likelihood + gradient (training; CRF.nll: the compiled kernels on the CPU, the scan on a GPU)", t_ours,
+           t_theirs, "ours", "pytorch-crf")
+    params = crf.constrained_parameters()
+    other = viterbi_decode if device.type == "cuda" else crf_scan.viterbi
+    with torch.inference_mode():
+        t_ours, t_other = interleaved_timings([lambda: crf.decode(emissions, mask), lambda: other(emissions, mask,
+                                                                                                  *params)],
+                                              args.repeats, sync=sync)
+    report("decode: the default against the other decoder", t_ours, t_other, "default",
+           "per-step loop" if device.type == "cuda" else "max-plus scan")
     for context_name, context in (("inference_mode", torch.inference_mode), ("autograd on", contextlib.nullcontext)):
         with context():
             t_ours, t_theirs = interleaved_timings(
                 [lambda: crf.decode(emissions, mask), lambda: crf.crf.decode(emissions, mask)], args.repeats, sync=sync)
-        print(f"[{context_name}]")
-        for clock in ("wall", "cpu"):
-            a, b = t_ours[clock], t_theirs[clock]
-            print(f"  {clock:>4}: ours best {min(a) * 1e3:7.3f} ms median {statistics.median(a) * 1e3:7.3f} ms | "
-                  f"pytorch-crf best {min(b) * 1e3:7.3f} ms median {statistics.median(b) * 1e3:7.3f} ms | "
-                  f"speed-up best {min(b) / min(a):.2f}x median {statistics.median(b) / statistics.median(a):.2f}x")
+        report(f"decode, {context_name}", t_ours, t_theirs, "ours", "pytorch-crf")
+
+
+def report(title: str, ours: dict, theirs: dict, ours_name: str, theirs_name: str) -> None:
+    print(f"[{title}]")
+    for clock in ("wall", "cpu"):
+        a, b = ours[clock], theirs[clock]
+        print(f"  {clock:>4}: {ours_name} best {min(a) * 1e3:7.3f} ms median {statistics.median(a) * 1e3:7.3f} ms | "
+              f"{theirs_name} best {min(b) * 1e3:7.3f} ms median {statistics.median(b) * 1e3:7.3f} ms | "
+              f"speed-up best {min(b) / min(a):.2f}x median {statistics.median(b) / statistics.median(a):.2f}x")
 
 
 if __name__ == "__main__":

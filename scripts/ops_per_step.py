@@ -56,14 +56,14 @@ def leaf_operations(prof) -> collections.Counter:
     return counts
 
 
-def build(config: str, data: str | None, length: int = 40):
+def build(config: str, data: str | None, length: int = 40, extra: list[str] = ()):
     from onlstm_tasks.lightning_cli import TasksCLI
 
     args = ["--config", config, "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
             "--trainer.callbacks", "[]", "--trainer.accelerator", "cpu", "--trainer.devices", "1"]
     if data:
         args += ["--data.init_args.path", data, "--data.init_args.revision", "null"]
-    cli = TasksCLI(args=args, run=False)
+    cli = TasksCLI(args=[*args, *extra], run=False)
     cli.datamodule.setup("fit")
     model = cli.model
     model.train()
@@ -94,13 +94,21 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=40, help="take the training batch whose padded length is nearest "
                     "(default 40, the NER shape of the encoder benchmarks)")
     ap.add_argument("--top", type=int, default=12, help="how many of the most frequent operations to list")
+    ap.add_argument("--gpu-path", action="store_true", help="count what a GPU runs: the ON-LSTM's triton back end "
+                    "(in Triton's interpreter: set TRITON_INTERPRET=1) and the CRF's scan")
     args = ap.parse_args()
     data = args.data
     if data is None and "ontonotes" in Path(args.config).name and KIT.is_dir():
         data = str(KIT)
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model, optimizer, batch = build(args.config, data, args.length)
+    extra = []
+    if args.gpu_path:
+        from onlstm_tasks.modules import crf, crf_scan
+
+        crf.partition_function = lambda emissions: crf_scan.log_partition
+        extra = ["--model.init_args.encoder.init_args.backend", "triton"]
+    model, optimizer, batch = build(args.config, data, args.length, extra)
     for _ in range(args.steps - 1):  # warm-up
         one_step(model, optimizer, batch, lambda name: torch.profiler.record_function(name))
 

@@ -1,6 +1,7 @@
-"""The CRF with no time loop (:mod:`onlstm_tasks.modules.crf_scan`) against brute-force enumeration and
-pytorch-crf's per-step loop (the oracle of its likelihood and gradients), and its Viterbi scan against enumeration
-and the per-step decoder, constraints included; no host read in the loss."""
+"""The CRF with no time loop in Python (:mod:`onlstm_tasks.modules.crf_scan`, and on the CPU the compiled
+forward-backward kernels of :mod:`onlstm_tasks.modules.crf_cpu`) against brute-force enumeration and pytorch-crf's
+per-step loop (the oracle of the likelihood and its gradients), and the Viterbi scan against enumeration and the
+per-step decoder, constraints included; no host read in the loss."""
 
 import itertools
 
@@ -8,9 +9,10 @@ import pytest
 import torch
 import torchcrf
 
+from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.host_reads import count_host_reads
-from onlstm_tasks.modules import CRF, crf_scan
-from onlstm_tasks.modules.crf import viterbi_decode
+from onlstm_tasks.modules import CRF, crf_cpu, crf_scan
+from onlstm_tasks.modules.crf import partition_function, viterbi_decode
 
 IOBES = ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
 
@@ -110,3 +112,42 @@ def test_the_crf_loss_reads_nothing_on_the_host():
     with count_host_reads() as reads:
         crf.nll(emissions, tags, mask).backward()
     assert reads.total == 0, reads.where
+
+
+NOT_BUILT = "the compiled kernels were not built (no C++ compiler, or torch absent, at install time?)"
+needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not native.available(), reason=NOT_BUILT)]
+
+
+def compiled_test(test):
+    for mark in reversed(needs_compiled):
+        test = mark(test)
+    return test
+
+
+@compiled_test
+@pytest.mark.parametrize("batch,steps,tags", [(3, 1, 4), (8, 17, 37), (5, 9, 5)])
+def test_the_compiled_kernels_give_pytorch_crfs_likelihood_and_gradients(batch, steps, tags):
+    emissions, mask, _ = ragged(batch, steps, tags, dtype=torch.float32, scale=3.0, seed=batch)
+    oracle = torchcrf.CRF(tags, batch_first=True)
+    for p in oracle.parameters():
+        torch.nn.init.normal_(p, 0.0, 2.0)
+    gold = torch.randint(0, tags, (batch, steps))
+    emissions.requires_grad_(True)
+    inputs = [emissions, oracle.start_transitions, oracle.transitions, oracle.end_transitions]
+    expected = -oracle(emissions, gold, mask=mask, reduction="mean")
+    expected_grads = torch.autograd.grad(expected, inputs, allow_unused=True)
+    ours = crf_scan.nll(emissions, gold, mask, *inputs[1:], partition=crf_cpu.log_partition)
+    grads = torch.autograd.grad(ours, inputs, allow_unused=True)
+    torch.testing.assert_close(ours, expected, rtol=1e-6, atol=1e-5)
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, torch.zeros_like(got) if want is None else want, rtol=1e-5, atol=1e-5)
+
+
+@compiled_test
+def test_the_crf_takes_the_compiled_kernels_on_the_cpu_and_they_pass_opcheck():
+    emissions, mask, _ = ragged(4, 7, len(IOBES), dtype=torch.float32)
+    assert partition_function(emissions) is crf_cpu.log_partition
+    assert partition_function(emissions.double()) is None  # pytorch-crf's loop
+    assert partition_function(emissions.to("meta")) is crf_scan.log_partition  # any other device
+    leaves = [t.requires_grad_() for t in (emissions, *(torch.randn(*s) for s in ((5,), (5, 5), (5,))))]
+    torch.library.opcheck(crf_cpu.crf_log_partition, (leaves[0], mask.sum(1), *leaves[1:]))

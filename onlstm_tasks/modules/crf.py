@@ -1,9 +1,11 @@
 """Linear-chain CRF: pytorch-crf's parameters, a likelihood with no time loop in Python, and a batched Viterbi that
 honours scheme constraints.
 
-Training (:meth:`CRF.nll`) is the forward algorithm over *all* tag sequences, computed by :mod:`.crf_scan` in
-``ceil(log2 T)`` batched rounds (pytorch-crf's per-step loop is the oracle it is tested against: the parameters are
-pytorch-crf's, so checkpoints load as before); constraints only apply to decoding, where a disallowed start,
+Training (:meth:`CRF.nll`) is the forward algorithm over *all* tag sequences with no time loop in Python: on a GPU
+(and under ``torch.compile``) :mod:`.crf_scan`'s ``ceil(log2 T)`` batched rounds, on the CPU one call of the compiled
+forward-backward kernels (:mod:`.crf_cpu`), and where those were not built pytorch-crf's per-step loop, which is the
+oracle both are tested against (the parameters are pytorch-crf's, so checkpoints load as before). The gold path's
+score is gathers either way. Constraints only apply to decoding, where a disallowed start,
 transition or end scores -inf, so an invalid sequence is never predicted whatever the emissions and learned
 transitions are (as long as both are finite). Decoding runs the scan too on a GPU (:func:`.crf_scan.viterbi`),
 and on the CPU the per-step loop below, which is faster there (``scripts/benchmark_crf.py``).
@@ -21,7 +23,7 @@ import torchcrf
 from torch import nn
 
 from onlstm_tasks.encoders.base import check_mask
-from onlstm_tasks.modules import crf_scan
+from onlstm_tasks.modules import crf_cpu, crf_scan
 from onlstm_tasks.modules.transitions import allowed_transitions
 
 
@@ -72,8 +74,11 @@ class CRF(nn.Module):
         emissions = self._check(emissions, mask)
         if tags.shape != mask.shape:
             raise ValueError(f"tags must have shape {tuple(mask.shape)}, got {tuple(tags.shape)}")
+        partition = partition_function(emissions)
+        if partition is None:  # the CPU without the compiled kernels: pytorch-crf's loop is the faster there
+            return -self.crf(emissions, tags.masked_fill(~mask, 0), mask=mask, reduction="mean")
         return crf_scan.nll(emissions, tags, mask, self.crf.start_transitions, self.crf.transitions,
-                            self.crf.end_transitions)
+                            self.crf.end_transitions, partition=partition)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor, pad_value: int = 0) -> torch.Tensor:
         """Best (constrained) tag sequences, [B, T] long; padded positions hold ``pad_value`` (default 0)."""
@@ -97,6 +102,14 @@ class CRF(nn.Module):
             raise ValueError(f"emissions must be [batch, time, {self.num_tags}], got {tuple(emissions.shape)}")
         check_mask(mask, emissions.shape[:2])
         return emissions.to(self.crf.transitions.dtype)
+
+
+def partition_function(emissions: torch.Tensor):
+    """The log-partition function :meth:`CRF.nll` uses for ``emissions``: the scan on a GPU and under
+    ``torch.compile``, the compiled kernels on the CPU, or None (pytorch-crf's loop) where those were not built."""
+    if emissions.device.type != "cpu" or torch.compiler.is_compiling():
+        return crf_scan.log_partition
+    return crf_cpu.log_partition if crf_cpu.usable(emissions) else None
 
 
 @torch.no_grad()

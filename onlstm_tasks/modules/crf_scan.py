@@ -81,10 +81,11 @@ def path_score(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, 
 
 
 def nll(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, start: torch.Tensor,
-        transitions: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
-    """Mean negative log-likelihood of ``tags`` over the batch (a scalar)."""
-    return (log_partition(emissions, mask, start, transitions, end)
-            - path_score(emissions, tags, mask, start, transitions, end)).mean()
+        transitions: torch.Tensor, end: torch.Tensor, partition=None) -> torch.Tensor:
+    """Mean negative log-likelihood of ``tags`` over the batch (a scalar); ``partition``: the log-partition function
+    (default :func:`log_partition`; on the CPU :func:`.crf_cpu.log_partition` computes the same)."""
+    log_z = (partition or log_partition)(emissions, mask, start, transitions, end)
+    return (log_z - path_score(emissions, tags, mask, start, transitions, end)).mean()
 
 
 def _max_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

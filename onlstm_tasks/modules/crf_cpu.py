@@ -1,0 +1,71 @@
+"""The CRF's log-partition on the CPU as one operator: ``torch.ops.onlstm_tasks.crf_log_partition``, the forward and
+backward algorithms in the compiled kernels (``encoders/onlstm/csrc/crf_cpu.cpp``, built at install with the
+ON-LSTM's), each sentence over its own length, one sentence per task on ATen's threads.
+
+:mod:`.crf_scan`'s log-semiring scan needs ``O(T K^3)`` work against the loop's ``O(T K^2)``: on a GPU that is
+nothing, on a CPU it costs several times pytorch-crf's loop (``scripts/benchmark_crf.py``). This operator is one call
+forward and one backward whatever T, as fast as a hand-written loop gets. Registered with a fake implementation and
+its autograd formula like the ON-LSTM's operator.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from onlstm_tasks.encoders.onlstm import native
+
+
+def usable(emissions: Tensor) -> bool:
+    """Whether the compiled CRF kernels can run: float32 CPU tensors, kernels built, outside ``torch.compile``."""
+    return native.usable(emissions) and not torch.compiler.is_compiling()
+
+
+@torch.library.custom_op("onlstm_tasks::crf_log_partition", mutates_args=())
+def crf_log_partition(emissions: Tensor, lengths: Tensor, start: Tensor, transitions: Tensor,
+                      end: Tensor) -> tuple[Tensor, Tensor]:
+    """``(log Z [B], log alpha [B, T, K] float64)``: the forward algorithm over each row's ``lengths`` steps."""
+    native.available()  # loads the kernels
+    return torch.ops.onlstm_tasks.cpu_crf_forward(emissions.contiguous(), lengths, start.contiguous(),
+                                                  transitions.contiguous(), end.contiguous())
+
+
+@crf_log_partition.register_fake
+def _(emissions, lengths, start, transitions, end):
+    return emissions.new_empty(emissions.size(0)), emissions.new_empty(emissions.shape, dtype=torch.float64)
+
+
+@torch.library.custom_op("onlstm_tasks::crf_log_partition_backward", mutates_args=())
+def crf_log_partition_backward(grad_log_z: Tensor, emissions: Tensor, lengths: Tensor, start: Tensor,
+                               transitions: Tensor, end: Tensor, alpha: Tensor,
+                               log_z: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The gradients of ``sum(grad_log_z * log Z)`` in emissions, start, transitions and end (the marginals)."""
+    native.available()
+    return torch.ops.onlstm_tasks.cpu_crf_backward(grad_log_z.contiguous(), emissions.contiguous(), lengths,
+                                                   start.contiguous(), transitions.contiguous(), end.contiguous(),
+                                                   alpha, log_z)
+
+
+@crf_log_partition_backward.register_fake
+def _(grad_log_z, emissions, lengths, start, transitions, end, alpha, log_z):
+    return torch.empty_like(emissions), torch.empty_like(start), torch.empty_like(transitions), torch.empty_like(end)
+
+
+def _setup_context(ctx, inputs, output):
+    emissions, lengths, start, transitions, end = inputs
+    ctx.save_for_backward(emissions, lengths, start, transitions, end, output[1], output[0])
+
+
+def _backward(ctx, grad_log_z, unused):
+    emissions, lengths, start, transitions, end, alpha, log_z = ctx.saved_tensors
+    d_e, d_start, d_trans, d_end = crf_log_partition_backward(grad_log_z, emissions, lengths, start, transitions,
+                                                              end, alpha, log_z)
+    return d_e, None, d_start, d_trans, d_end
+
+
+crf_log_partition.register_autograd(_backward, setup_context=_setup_context)
+
+
+def log_partition(emissions: Tensor, mask: Tensor, start: Tensor, transitions: Tensor, end: Tensor) -> Tensor:
+    """:func:`.crf_scan.log_partition`'s result through the compiled kernels (see :func:`usable`)."""
+    return crf_log_partition(emissions, mask.sum(1), start, transitions, end)[0]
