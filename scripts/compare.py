@@ -52,7 +52,9 @@ from typing import Any
 
 import yaml
 
-KNOWN_METRICS = ("test_f1", "test_precision", "test_recall", "test_accuracy", "test_macro_f1", "test_ppl")
+KNOWN_METRICS = ("test_f1", "test_precision", "test_recall", "test_accuracy", "test_macro_f1", "test_ppl",
+                 "best val_f1", "best val_accuracy", "best val_ppl")
+FIT_METRICS = Path("fit") / "version_0" / "metrics.csv"
 RUN_FILE = "run.json"  # written when a run folder is created: the settings it was made with
 FIT_DONE = "fit.done"  # written after a fit that ended well: the chosen checkpoint
 TEST_METRICS = Path("test") / "version_0" / "metrics.csv"
@@ -194,6 +196,20 @@ def read_test_metrics(path: Path) -> dict[str, float]:
     return values
 
 
+def read_best_validation(path: Path) -> dict[str, float]:
+    """``best val_X`` for the validation scores of a fit's ``metrics.csv`` (the highest, the lowest for ``val_ppl``,
+    over the validations it logged): the dev score of the checkpoint chosen on it."""
+    if not path.is_file():
+        return {}
+    seen: dict[str, list[float]] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            for key in ("val_f1", "val_accuracy", "val_ppl"):
+                if row.get(key) not in ("", None):
+                    seen.setdefault(key, []).append(float(row[key]))
+    return {f"best {key}": (min if key == "val_ppl" else max)(values) for key, values in seen.items()}
+
+
 def _state(run: Run) -> str:
     """``new`` | ``done`` | ``test`` (fit finished, test missing) | ``restart`` (interrupted during fit)."""
     if not run.run_dir.exists():
@@ -250,6 +266,7 @@ def execute(run: Run, say) -> dict[str, Any]:
     metrics = read_test_metrics(run.test_metrics)
     if not metrics:
         raise CompareError(f"{run.test_metrics}: no test_* metric in it")
+    metrics.update(read_best_validation(run.run_dir / FIT_METRICS))
     test_done = run.run_dir / "test.done"
     return {
         "label": run.label, "config": str(run.config), "seed": run.seed, "run_dir": str(run.run_dir),
@@ -291,7 +308,8 @@ def markdown(rows: list[dict], records: list[dict], title: str, seeds: list[int]
              f"Written by `scripts/compare.py` on {dt.date.today().isoformat()}: {len(seeds)} seed(s) "
              f"({', '.join(map(str, seeds))}) per config; each cell is the mean ± sample standard deviation "
              "(n - 1) over the seeds of the test metric of the checkpoint chosen on validation, as logged "
-             "(fractions, not percent).", ""]
+             "(fractions, not percent); `best val_X` is that checkpoint's validation score (the best the fit "
+             "logged).", ""]
     if overrides:
         lines += ["Overrides given to every run: `" + shlex.join(overrides) + "`", ""]
     lines += ["| config | seeds | " + " | ".join(metrics) + " |",

@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# The GPU check of the ON-LSTM operator, for a short GPU loan (at most 8 minutes on one H100/H200). Prepare here:
-#   bash scripts/fetch_gpu_wheels.sh        # the wheels the GPU image lacks, into .whl/ (ignored by git)
-# then run on the device, from the repository root, with .whl carried:
-#   bash scripts/gpu_check.sh               # prints everything; copies the logs to $OUT when set
-# It installs the wheels the image lacks (no registry there), then runs: the CUDA tests (ONLSTM_REQUIRE_CUDA=1: a
-# skip fails), the speed table against cuDNN nn.LSTM at NER and language-model shapes (the ON-LSTM column is the
-# default on a GPU, the fused step: each step's element-wise work compiled by torch.compile into Triton kernels; the
-# loop column is the per-step PyTorch loop; the torch.compile-of-the-encoder column is left out to stay inside the
-# loan), and the quickstart trained on the GPU in float32 and in bf16 autocast (test F1 of both printed). The CPU
-# extension is not built there (nothing here runs the CPU loop). The fused step compiles once (about half a minute);
-# Inductor's on-disk cache serves the later processes. Budget: tests 3 min, speed 3, quickstarts 2.
+# The GPU check, for a short GPU loan (at most 8 minutes on one H100/H200). Prepare here:
+#   bash scripts/fetch_gpu_wheels.sh        # the wheels the GPU image lacks into .whl/, a copy of the data kit's
+#                                           # OntoNotes sample and 40,000 unlabelled sentences into .kit/ (both
+#                                           # ignored by git, never committed)
+# then run on the device, from the repository root, carrying [".whl", ".kit"]:
+#   bash scripts/gpu_check.sh               # prints everything, ends in one summary table; logs to $OUT when set
+# Steps (each capped by a timeout; budget in seconds): the CUDA tests, required to pass (ONLSTM_REQUIRE_CUDA=1: a skip
+# fails) 120; the encoder table against cuDNN nn.LSTM at NER and language-model shapes (the ON-LSTM column is the
+# default on a GPU, the triton back end: one kernel per layer pass; the loop column the per-step PyTorch loop) 120;
+# end-to-end training on the OntoNotes kit, tokens/s of every epoch, the first included, ON-LSTM-CRF against
+# LSTM-CRF (shipped configs) and the GPU config 100; the quickstart in float32 and bf16 autocast, wall time and test
+# F1, 2 x 45; the shipped bidirectional LM config for 300 steps 60. The Triton kernels compile on first use (seconds)
+# and are cached on disk for the later processes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 LOG=${OUT:-/tmp}/gpu_check.log
+SUMMARY=$(mktemp)
 exec > >(tee "$LOG") 2>&1
 start=$SECONDS
 step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
+row() { printf '| %s | %s |\n' "$1" "$2" >> "$SUMMARY"; }
 
 step "machine"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+row "GPU" "${gpu:-unknown}"
 
 step "wheels the image lacks"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -28,19 +34,53 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 
 step "CUDA tests"
-ONLSTM_REQUIRE_CUDA=1 timeout 180 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py \
-  tests/test_onlstm_fused.py
-tests=$?
+ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py \
+  tests/test_onlstm_triton.py tests/test_crf_scan.py | tee /tmp/cuda_tests.log
+tests=${PIPESTATUS[0]}
+row "CUDA tests" "$(tail -1 /tmp/cuda_tests.log) (exit $tests)"
 
-step "speed: ON-LSTM vs cuDNN nn.LSTM (NER shapes B 32, T 40, D 128, H 256, chunk 8; then the LM stack)"
-timeout 180 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile
+step "encoders: ON-LSTM (triton) and its per-step loop vs cuDNN nn.LSTM (B 32, T 40, D 128, H 256, chunk 8; LM stack)"
+timeout 120 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile \
+  | tee /tmp/encoders.log
+row "bi x 2, full, fwd+bwd: ON-LSTM / cuDNN (loop / cuDNN)" \
+  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="forward+backward" {print $7, "(" $9 ")"}' /tmp/encoders.log | head -1)"
+row "bi x 2, full, inference: ON-LSTM / cuDNN (loop / cuDNN)" \
+  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="inference" {print $7, "(" $9 ")"}' /tmp/encoders.log | head -1)"
+row "LM stack fwd+bwd" "$(grep -m1 '^forward+backward' /tmp/encoders.log | cut -c18-)"
+
+step "end-to-end training on the OntoNotes kit: tokens/s per epoch (the first included)"
+timeout 100 python3 scripts/benchmark_training.py --data .kit/conll2012_ontonotesv5 --epochs 3 --configs \
+  ON-LSTM-CRF=configs/ner/ontonotes_onlstm_crf.yaml LSTM-CRF=configs/ner/ontonotes_lstm_crf.yaml \
+  GPU-config=configs/ner/ontonotes_onlstm_crf_gpu.yaml | tee /tmp/training.log
+for name in ON-LSTM-CRF LSTM-CRF GPU-config; do
+  row "$name tokens/s, epochs 1 / 2 / 3" "$(awk -v n="$name" '$1==n {printf "%s ", $4}' /tmp/training.log)"
+done
 
 step "quickstart on the GPU: float32, then bf16 autocast"
 for precision in 32-true bf16-mixed; do
-  timeout 60 python3 -m onlstm_tasks.cli fit --config configs/quickstart.yaml --trainer.accelerator gpu \
+  t0=$SECONDS
+  timeout 45 python3 -m onlstm_tasks.cli fit --config configs/quickstart.yaml --trainer.accelerator gpu \
     --trainer.precision "$precision" --trainer.default_root_dir "runs/gpu_$precision" \
-    --trainer.logger.init_args.save_dir "runs/gpu_$precision" 2>&1 | grep -E "test_f1|Error|error" | head -5
+    --trainer.logger.init_args.save_dir "runs/gpu_$precision" > "/tmp/quickstart_$precision.log" 2>&1
+  status=$?
+  f1=$(grep -Eo "test_f1[^0-9]*[0-9.]+" "/tmp/quickstart_$precision.log" | grep -Eo "[0-9.]+$" | tail -1)
+  grep -E "test_f1|Error|error" "/tmp/quickstart_$precision.log" | head -5
+  row "quickstart $precision: wall s, test F1" "$((SECONDS - t0)) s, ${f1:-none} (exit $status)"
 done
 
-step "done (CUDA tests exit status $tests)"
+step "bidirectional LM config: 300 steps (start-up included)"
+t0=$SECONDS
+timeout 60 python3 -m onlstm_tasks.cli fit --config configs/lm/unlabelled_en_onlstm_bi.yaml --trainer.max_steps 300 \
+  --data.init_args.data_files '{"train": ".kit/unlabelled_en/train.txt", "validation":
+    ".kit/unlabelled_en/validation.txt", "test": ".kit/unlabelled_en/test.txt"}' --trainer.callbacks "[]" \
+  --trainer.limit_val_batches 0 --trainer.enable_checkpointing false --test_after_fit false \
+  --trainer.default_root_dir runs/gpu_lm --trainer.logger.init_args.save_dir runs/gpu_lm > /tmp/lm.log 2>&1
+status=$?
+tail -3 /tmp/lm.log
+row "LM bi config, 300 steps: wall s" "$((SECONDS - t0)) s (exit $status)"
+
+step "summary ($((SECONDS - start)) s)"
+echo "| what | figure |"
+echo "|---|---|"
+cat "$SUMMARY"
 exit $tests

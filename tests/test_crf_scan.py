@@ -76,7 +76,7 @@ def test_large_float32_scores_stay_finite_and_exact():
     assert torch.allclose(ours.double(), wide, rtol=1e-6)
 
 
-@pytest.mark.parametrize("steps", [1, 3, 6])
+@pytest.mark.parametrize("steps", [1, 3, 5])
 def test_viterbi_scan_is_the_best_path_under_constraints(steps):
     crf = CRF(len(IOBES), IOBES, "iobes").double()
     emissions, mask, params = ragged(5, steps, len(IOBES), seed=steps)

@@ -82,6 +82,7 @@ def test_an_ensemble_of_two_language_models_gives_the_trees_of_its_mean_ranked_d
     assert any(got != m for m in members)  # the ensemble is not just one of its members
 
 
+@pytest.mark.slow  # an end-to-end CLI fit, test and predict
 def test_a_tagger_over_an_ensemble_tests_and_predicts_with_the_lm_files_deleted(tmp_path, lm_paths):
     copies = []
     for i, path in enumerate(lm_paths):

@@ -235,6 +235,7 @@ def predict_input(tmp_path, sentences) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # an end-to-end CLI fit, test and predict
 def test_a_ner_checkpoint_tests_and_predicts_with_the_lm_file_deleted(tmp_path, lm_path):
     lm_copy = tmp_path / "lm" / "copy.ckpt"
     lm_copy.parent.mkdir()

@@ -87,10 +87,11 @@ def test_padding_may_hold_nan():
     assert all(torch.isfinite(p.grad).all() for p in enc.parameters())
 
 
-@pytest.mark.parametrize("backend", ["torch", "auto"])
+@pytest.mark.parametrize("backend", ["torch", pytest.param("auto", marks=pytest.mark.slow)])  # the same in float64
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("dirs", [1, 2])
-@pytest.mark.parametrize("lengths", [[3, 3, 3], [4, 1, 4, 3], [7, 1, 6, 7, 2, 7, 5, 0]])
+@pytest.mark.parametrize("lengths", [[3, 3, 3], [4, 1, 4, 3],
+                                     pytest.param([7, 1, 6, 7, 2, 7, 5, 0], marks=pytest.mark.slow)])
 def test_gradcheck_through_the_operator(backend, symmetric, dirs, lengths):
     """float64 gradcheck of (x, W_ih, bias, W_hh) -> (h, forget distances, input distances), padding (and a row of
     length 0) included; float64 runs the PyTorch loop whatever the backend asks."""
