@@ -2,7 +2,7 @@
 
 It computes the update of :mod:`.equations` in its regrouped form, in the conventions (gate layout, doubled cell
 state, negated input/forget rows) described there; the compiled loop (``csrc/onlstm_cpu.cpp``, through
-:mod:`.native`) and the fused step (:mod:`.steps_fused`) read and write the same buffers. This one runs anywhere: any
+:mod:`.native`) reads and writes the same buffers. This one runs anywhere: any
 device and dtype (float64 among them), machines where the C++ kernels were not built, GPUs without Triton.
 """
 

@@ -62,6 +62,23 @@ def _masters(acts_row, valid, lv, lv_ok, L: tl.constexpr, SYMMETRIC: tl.constexp
     return logit_i, logit_f, p_i, p_f, master_i, master_f
 
 
+@triton.jit
+def _tile(lengths_ptr, B, BB: tl.constexpr, L: tl.constexpr, LP: tl.constexpr):
+    """This program's direction and rows (their lengths), and the levels padded to LP."""
+    rows = tl.program_id(1) * BB + tl.arange(0, BB)
+    row_ok = rows < B
+    lengths = tl.load(lengths_ptr + rows, mask=row_ok, other=0)
+    lv = tl.arange(0, LP)
+    return tl.program_id(0), rows, row_ok, lengths, lv, lv < L
+
+
+@triton.jit
+def _step(d, s, rows, row_ok, lengths):
+    """Which rows run step s, and the position each reads: s left to right, ``length - 1 - s`` right to left."""
+    valid = row_ok & (s < lengths)
+    return valid, tl.where(valid, tl.where(d == 0, s, lengths - 1 - s), 0)
+
+
 @triton.jit(do_not_specialize=["B", "T", "CS"])
 def onlstm_forward_kernel(
     acts_ptr,  # [K, B, T, G]: in, the input projection (biases included); out, the full pre-activations
@@ -78,16 +95,10 @@ def onlstm_forward_kernel(
     BB: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, LP: tl.constexpr, PRECISION: tl.constexpr,
 ):
     G: tl.constexpr = 4 * H + 2 * L
-    d = tl.program_id(0)
-    rows = tl.program_id(1) * BB + tl.arange(0, BB)
-    row_ok = rows < B
-    lengths = tl.load(lengths_ptr + rows, mask=row_ok, other=0)
-    lv = tl.arange(0, LP)
-    lv_ok = lv < L
+    d, rows, row_ok, lengths, lv, lv_ok = _tile(lengths_ptr, B, BB, L, LP)
     w_base = whh_ptr + d * G * H
     for s in range(0, T):
-        valid = row_ok & (s < lengths)
-        pos = tl.where(valid, tl.where(d == 0, s, lengths - 1 - s), 0)
+        valid, pos = _step(d, s, rows, row_ok, lengths)
         acts_row = acts_ptr + ((d * B + rows) * T + pos) * G  # [BB] pointers
         h_prev = hbuf_ptr + (((s % 2) * K + d) * B + rows) * H
         h_next = hbuf_ptr + ((((s + 1) % 2) * K + d) * B + rows) * H
@@ -178,20 +189,13 @@ def onlstm_backward_kernel(
     PRECISION: tl.constexpr,
 ):
     G: tl.constexpr = 4 * H + 2 * L
-    d = tl.program_id(0)
-    rows = tl.program_id(1) * BB + tl.arange(0, BB)
-    row_ok = rows < B
-    lengths = tl.load(lengths_ptr + rows, mask=row_ok, other=0)
-    lv = tl.arange(0, LP)
-    lv_ok = lv < L
+    d, rows, row_ok, lengths, lv, lv_ok = _tile(lengths_ptr, B, BB, L, LP)
     cj = tl.arange(0, CP)
     w_base = whh_ptr + d * G * H
     for r in range(0, T):
         s = T - 1 - r
-        valid = row_ok & (s < lengths)
-        pos = tl.where(valid, tl.where(d == 0, s, lengths - 1 - s), 0)
-        later = row_ok & (s + 1 < lengths)  # the row has a step s + 1, whose gradients are complete
-        pos_later = tl.where(later, tl.where(d == 0, s + 1, lengths - 2 - s), 0)
+        valid, pos = _step(d, s, rows, row_ok, lengths)
+        later, pos_later = _step(d, s + 1, rows, row_ok, lengths)  # step s + 1, whose gradients are complete
         acts_row = acts_ptr + ((d * B + rows) * T + pos) * G
         d_row = d_acts_ptr + ((d * B + rows) * T + pos) * G
         d_later = d_acts_ptr + ((d * B + rows) * T + pos_later) * G
