@@ -99,9 +99,17 @@ def main() -> None:
     def theirs_loss() -> None:
         (-crf.crf(leaf, tags, mask=mask, reduction="mean")).backward()
 
-    t_ours, t_theirs = interleaved_timings([ours_loss, theirs_loss], args.repeats, sync=sync)
+    def scan_loss() -> None:
+        crf_scan.nll(leaf, tags, mask, crf.crf.start_transitions, crf.crf.transitions, crf.crf.end_transitions
+                     ).backward()
+
+    contenders = [ours_loss, theirs_loss] + ([scan_loss] if device.type == "cpu" else [])
+    t_ours, t_theirs, *t_scan = interleaved_timings(contenders, args.repeats, sync=sync)
     report("likelihood + gradient (training; CRF.nll: the compiled kernels on the CPU, the scan on a GPU)", t_ours,
            t_theirs, "ours", "pytorch-crf")
+    if t_scan:
+        report("likelihood + gradient: the compiled kernels against the log-semiring scan (the GPU's path) here",
+               t_ours, t_scan[0], "compiled", "scan")
     params = crf.constrained_parameters()
     other = viterbi_decode if device.type == "cuda" else crf_scan.viterbi
     with torch.inference_mode():
