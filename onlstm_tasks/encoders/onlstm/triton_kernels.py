@@ -94,7 +94,7 @@ def onlstm_forward_kernel(
     H: tl.constexpr, L: tl.constexpr, C: tl.constexpr, K: tl.constexpr, SYMMETRIC: tl.constexpr,
     BB: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, LP: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    G: tl.constexpr = 4 * H + 2 * L
+    G = 4 * H + 2 * L  # constexpr: H and L are
     d, rows, row_ok, lengths, lv, lv_ok = _tile(lengths_ptr, B, BB, L, LP)
     w_base = whh_ptr + d * G * H
     for s in range(0, T):
@@ -188,7 +188,7 @@ def onlstm_backward_kernel(
     BB: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, LP: tl.constexpr, CP: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    G: tl.constexpr = 4 * H + 2 * L
+    G = 4 * H + 2 * L  # constexpr: H and L are
     d, rows, row_ok, lengths, lv, lv_ok = _tile(lengths_ptr, B, BB, L, LP)
     cj = tl.arange(0, CP)
     w_base = whh_ptr + d * G * H
