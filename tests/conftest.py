@@ -42,7 +42,8 @@ def pytest_runtest_makereport(item, call):
             f"{item.nodeid}: needs the compiled ON-LSTM loop, which ONLSTM_REQUIRE_COMPILED=1 makes required, "
             f"but it was skipped: {report.longrepr}"
         )
-    if REQUIRE_TRITON and report.skipped and item.get_closest_marker("triton") is not None:
+    if REQUIRE_TRITON and report.skipped and item.get_closest_marker("triton") is not None \
+            and item.get_closest_marker("cuda") is None:  # (a CUDA test skips for want of a GPU, not of Triton)
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid}: needs Triton, which ONLSTM_REQUIRE_TRITON=1 makes required: {report.longrepr}"
     if REQUIRE_CUDA and report.skipped and item.get_closest_marker("cuda") is not None:
