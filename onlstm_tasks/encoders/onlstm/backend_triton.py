@@ -4,10 +4,10 @@
 Before the loop, the input projection of every step and direction is one batched GEMM; after the backward loop,
 the gradients of ``W_ih``, ``W_hh``, the bias and ``x`` are GEMMs and one reduction over the saved
 ``dL/d(pre-activations)``. Runs on CUDA tensors, and on CPU tensors under Triton's interpreter
-(``TRITON_INTERPRET=1`` when Triton is first imported, for tests). float32 only: the kernels accumulate in float32, and the layer's inputs come
-in the weights' dtype (bf16 activations under autocast are cast up by :func:`.layer_op.run_layer`). On a GPU the
-recurrent products use TF32 where ``torch.backends.cuda.matmul.allow_tf32`` allows it (as cuDNN's LSTM does),
-full float32 otherwise.
+(``TRITON_INTERPRET=1`` when Triton is first imported, for tests). float32 only: the kernels accumulate in float32,
+and the layer's inputs come in the weights' dtype (bf16 activations under autocast are cast up by
+:func:`.layer_op.run_layer`). On a GPU the recurrent products use TF32 where ``torch.backends.cuda.matmul.allow_tf32``
+allows it (as cuDNN's LSTM does), full float32 otherwise.
 """
 
 from __future__ import annotations
