@@ -75,7 +75,7 @@ class CRF(nn.Module):
         if tags.shape != mask.shape:
             raise ValueError(f"tags must have shape {tuple(mask.shape)}, got {tuple(tags.shape)}")
         partition = partition_function(emissions)
-        if partition is None:  # the CPU without the compiled kernels: pytorch-crf's loop is the faster there
+        if partition is None:  # the CPU without the compiled kernels: pytorch-crf's loop is faster there
             return -self.crf(emissions, tags.masked_fill(~mask, 0), mask=mask, reduction="mean")
         return crf_scan.nll(emissions, tags, mask, self.crf.start_transitions, self.crf.transitions,
                             self.crf.end_transitions, partition=partition)

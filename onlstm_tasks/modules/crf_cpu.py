@@ -17,8 +17,9 @@ from onlstm_tasks.encoders.onlstm import native
 
 
 def usable(emissions: Tensor) -> bool:
-    """Whether the compiled CRF kernels can run: float32 CPU tensors, kernels built, outside ``torch.compile``."""
-    return native.usable(emissions) and not torch.compiler.is_compiling()
+    """Whether the compiled CRF kernels can run: float32 CPU tensors, kernels built (under ``torch.compile`` the CRF
+    takes the scan instead: :func:`onlstm_tasks.modules.crf.partition_function`)."""
+    return native.usable(emissions)
 
 
 @torch.library.custom_op("onlstm_tasks::crf_log_partition", mutates_args=())
