@@ -7,6 +7,11 @@ takes about a second in the interpreter, so most cases are in the slow tier."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from onlstm_helpers import compare_layer_backends, compare_with_reference, loss_fn
@@ -32,6 +37,17 @@ def test_the_kernel_matches_the_reference_on_a_small_ragged_batch():
     torch.manual_seed(0)
     enc = ONLSTM(5, 32, 8, bidirectional=True, backend="triton")
     compare_with_reference(enc, *ragged_batch([6, 2, 5, 1], steps=6))
+
+
+@pytest.mark.slow
+def test_the_kernels_compile_for_a_hopper_gpu_without_one(tmp_path):
+    """The interpreter runs what a GPU's compiler refuses (a loop-carried variable whose shape changes did): the
+    forward and backward kernels compile to sm_90 machine code here, with the constants a launch passes."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(tmp_path)}
+    script = Path(__file__).resolve().parents[1] / "scripts" / "compile_triton_kernels.py"
+    done = subprocess.run([sys.executable, str(script), "--quick"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("bytes of cubin") == 4, done.stdout
 
 
 @pytest.mark.slow

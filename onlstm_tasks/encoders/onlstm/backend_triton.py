@@ -89,6 +89,14 @@ def _constants(hidden: int, levels: int) -> dict:
                 LP=max(16, triton_next_power_of_2(levels)), PRECISION=precision)
 
 
+def kernel_constants(hidden: int, levels: int, dirs: int, symmetric: bool, backward: bool) -> dict:
+    """The compile-time constants of a launch of the forward or the backward kernel (what Triton specializes on)."""
+    sizes = dict(H=hidden, L=levels, C=hidden // levels, K=dirs, SYMMETRIC=symmetric, **_constants(hidden, levels))
+    if backward:
+        sizes["CP"] = max(2, triton_next_power_of_2(hidden // levels))
+    return sizes
+
+
 def triton_next_power_of_2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
@@ -105,7 +113,7 @@ def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight
     from .triton_kernels import onlstm_forward_kernel
 
     batch, steps, features = x.shape
-    dirs, gates, hidden, levels, chunk = _sizes(weight_hh)
+    dirs, gates, hidden, levels, _ = _sizes(weight_hh)
     # the input projection of every step and direction, one GEMM: [K, B T, G]
     acts = torch.baddbmm(bias[:, None, :], x.reshape(1, batch * steps, features).expand(dirs, -1, -1),
                          weight_ih.transpose(1, 2)).view(dirs, batch, steps, gates)
@@ -123,8 +131,8 @@ def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight
         masters = x.new_empty(dirs, batch, 2, _constants(hidden, levels)["LP"])
         grid = (dirs, triton_cdiv(batch, ROWS))
         onlstm_forward_kernel[grid](acts, weight_hh.contiguous(), lengths.contiguous(), hbuf, cells, masters, h_out,
-                                    forget, inputs, batch, steps, cells.size(2), H=hidden, L=levels, C=chunk, K=dirs,
-                                    SYMMETRIC=symmetric, **_constants(hidden, levels))
+                                    forget, inputs, batch, steps, cells.size(2),
+                                    **kernel_constants(hidden, levels, dirs, symmetric, backward=False))
     last = cells[:, :, steps if save else steps % 2]
     c_last = last * full_rows(lengths, steps)
     return h_out, forget, inputs, c_last, Saved(acts, cells) if save else None
@@ -142,7 +150,7 @@ def _backward(layer, h: Tensor, saved: Saved, grads) -> tuple[Tensor, Tensor, Te
     acts, cells = saved
     grad_h, grad_forget, grad_input, grad_c_last = grads
     batch, steps, features = x.shape
-    dirs, gates, hidden, levels, chunk = _sizes(weight_hh)
+    dirs, gates, hidden, levels, _ = _sizes(weight_hh)
     grad_h = h.new_zeros(h.shape) if grad_h is None else grad_h.contiguous()
     grad_dist = h.new_zeros(2, dirs, batch, steps)
     if grad_forget is not None:
@@ -154,14 +162,12 @@ def _backward(layer, h: Tensor, saved: Saved, grads) -> tuple[Tensor, Tensor, Te
         carry[0] = grad_c_last * full_rows(lengths, steps)
     d_acts = h.new_zeros(dirs, batch, steps, gates)
     if batch and steps:
-        constants = _constants(hidden, levels)
+        constants = kernel_constants(hidden, levels, dirs, symmetric, backward=True)
         masters = h.new_empty(dirs, batch, 2, constants["LP"])
         level = h.new_empty(dirs, batch, 2, hidden)
         grid = (dirs, triton_cdiv(batch, ROWS))
         onlstm_backward_kernel[grid](acts, weight_hh.contiguous(), lengths.contiguous(), cells, masters, grad_h,
-                                     grad_dist, carry, level, d_acts, batch, steps, H=hidden, L=levels, C=chunk,
-                                     K=dirs, SYMMETRIC=symmetric, CP=max(2, triton_next_power_of_2(chunk)),
-                                     **constants)
+                                     grad_dist, carry, level, d_acts, batch, steps, **constants)
     d_flat = d_acts.view(dirs, batch * steps, gates)
     x_flat = x.reshape(batch * steps, features)
     d_x = torch.matmul(d_flat, weight_ih).sum(0).view(batch, steps, features)

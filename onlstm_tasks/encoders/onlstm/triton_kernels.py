@@ -148,26 +148,26 @@ def onlstm_forward_kernel(
                 acc_c += tl.dot(hk, tl.load(w_n + H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
                 acc_in += tl.dot(hk, tl.load(w_n + 2 * H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
                 acc_fg += tl.dot(hk, tl.load(w_n + 3 * H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
-            ok = valid[:, None] & n_ok[None, :]
+            ok_n = valid[:, None] & n_ok[None, :]
             gate = acts_row[:, None] + 2 * L + nn[None, :]
-            o_pre = acc_o + tl.load(gate, mask=ok, other=0.0)
-            c_pre = acc_c + tl.load(gate + H, mask=ok, other=0.0)
-            i_pre = acc_in + tl.load(gate + 2 * H, mask=ok, other=0.0)
-            f_pre = acc_fg + tl.load(gate + 3 * H, mask=ok, other=0.0)
-            tl.store(gate, o_pre, mask=ok)
-            tl.store(gate + H, c_pre, mask=ok)
-            tl.store(gate + 2 * H, i_pre, mask=ok)
-            tl.store(gate + 3 * H, f_pre, mask=ok)
+            o_pre = acc_o + tl.load(gate, mask=ok_n, other=0.0)
+            c_pre = acc_c + tl.load(gate + H, mask=ok_n, other=0.0)
+            i_pre = acc_in + tl.load(gate + 2 * H, mask=ok_n, other=0.0)
+            f_pre = acc_fg + tl.load(gate + 3 * H, mask=ok_n, other=0.0)
+            tl.store(gate, o_pre, mask=ok_n)
+            tl.store(gate + H, c_pre, mask=ok_n)
+            tl.store(gate + 2 * H, i_pre, mask=ok_n)
+            tl.store(gate + 3 * H, f_pre, mask=ok_n)
             level = nn // C
-            m_i = tl.load(master_rows[:, None] + level[None, :], mask=ok, other=0.0)
-            m_f = tl.load(master_rows[:, None] + LP + level[None, :], mask=ok, other=0.0)
-            c_prev = tl.load(cell_rows[:, None] + (s % CS) * H + nn[None, :], mask=ok, other=0.0)
+            m_i = tl.load(master_rows[:, None] + level[None, :], mask=ok_n, other=0.0)
+            m_f = tl.load(master_rows[:, None] + LP + level[None, :], mask=ok_n, other=0.0)
+            c_prev = tl.load(cell_rows[:, None] + (s % CS) * H + nn[None, :], mask=ok_n, other=0.0)
             w = m_i * m_f
             c_new = c_prev * (w * _sigmoid(f_pre) + m_f - w) + _tanh(c_pre) * (w * _sigmoid(i_pre) + m_i - w)
             h_new = _sigmoid(o_pre) * _tanh(c_new)
-            tl.store(cell_rows[:, None] + ((s + 1) % CS) * H + nn[None, :], c_new, mask=ok)
-            tl.store(h_next[:, None] + nn[None, :], h_new, mask=ok)
-            tl.store(h_out_ptr + (rows[:, None] * T + pos[:, None]) * (K * H) + d * H + nn[None, :], h_new, mask=ok)
+            tl.store(cell_rows[:, None] + ((s + 1) % CS) * H + nn[None, :], c_new, mask=ok_n)
+            tl.store(h_next[:, None] + nn[None, :], h_new, mask=ok_n)
+            tl.store(h_out_ptr + (rows[:, None] * T + pos[:, None]) * (K * H) + d * H + nn[None, :], h_new, mask=ok_n)
         tl.debug_barrier()
 
 
