@@ -39,7 +39,9 @@ def data_args(path: str) -> list[str]:
     return ["--data.init_args.path", path, "--data.init_args.revision", "null"]
 
 
-def train(config: str, data: str, epochs: int, out: Path) -> list[dict[str, float]]:
+def train(config: str, data: str, epochs: int, out: Path) -> tuple[list[dict[str, float]], dict] | None:
+    """Per-epoch figures and the profiler's totals of ``epochs`` of training, or None where the run failed (its
+    error printed)."""
     cmd = [sys.executable, "-m", "onlstm_tasks.cli", "fit", "--config", str(REPO / config), *data_args(data),
            "--trainer.max_epochs", str(epochs), "--trainer.limit_val_batches", "0", "--test_after_fit", "false",
            "--trainer.enable_checkpointing", "false", "--trainer.enable_progress_bar", "false",
@@ -49,7 +51,8 @@ def train(config: str, data: str, epochs: int, out: Path) -> list[dict[str, floa
            "--trainer.profiler.init_args.dirpath", str(out), "--trainer.profiler.init_args.filename", "profile"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode:
-        sys.exit(f"{config} failed:\n{proc.stderr[-3000:]}")
+        print(f"{config} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", flush=True)
+        return None
     (metrics,) = out.rglob("metrics.csv")
     rows = [r for r in csv.DictReader(metrics.open()) if r.get("train_tokens_per_second")]
     epochs = [{k: float(r[k]) for k in ("epoch", "epoch_seconds", "train_tokens_per_second", "peak_rss_mb")}
@@ -116,16 +119,21 @@ def main() -> None:
     seconds, tokens = loader_seconds(args.data, next(iter(configs.values())))
     print(f"data loader alone: one training epoch ({tokens} tokens) in {seconds:.2f} s = {tokens / seconds:,.0f} "
           "tokens/s")
+    header = f"{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}"
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, config in configs.items():
-            results[name] = train(config, args.data, args.epochs, Path(tmp) / name.lower())
-    print(f"\n{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}")
-    for name, (rows, _) in results.items():
-        for r in rows:
-            share = seconds / r["epoch_seconds"]
-            print(f"{name:<13}{int(r['epoch']):>6}{r['epoch_seconds']:>9.1f}{r['train_tokens_per_second']:>10,.0f}"
-                  f"{r['peak_rss_mb']:>9.0f}{share:>13.1%}")
+        for name, config in configs.items():  # each config's rows as soon as it ends (a later one may time out)
+            result = train(config, args.data, args.epochs, Path(tmp) / name.lower())
+            if result is None:
+                continue
+            results[name] = result
+            print(f"\n{header}")
+            for r in result[0]:
+                share = seconds / r["epoch_seconds"]
+                print(f"{name:<13}{int(r['epoch']):>6}{r['epoch_seconds']:>9.1f}"
+                      f"{r['train_tokens_per_second']:>10,.0f}{r['peak_rss_mb']:>9.0f}{share:>13.1%}", flush=True)
+    if len(results) < len(configs):
+        sys.exit(f"{len(configs) - len(results)} of {len(configs)} configs failed")
     # the first epoch includes warm-up (allocator, lazy inits): compare the rest
     speed = {n: sum(r["train_tokens_per_second"] for r in rows[1:] or rows) / len(rows[1:] or rows)
              for n, (rows, _) in results.items()}
