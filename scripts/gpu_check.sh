@@ -12,8 +12,13 @@
 # LSTM-CRF (shipped configs) and the GPU config 100; the quickstart in float32 and bf16 autocast, wall time and test
 # F1, 2 x 45; the shipped bidirectional LM config for 300 steps 60. The Triton kernels compile on first use (seconds)
 # and are cached on disk for the later processes.
+# GPU_CHECK_ONLY="tests quickstart" (any of: tests encoders training quickstart lm) runs only those steps, for a
+# short rerun after a fix.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ONLY=" ${GPU_CHECK_ONLY:-tests encoders training quickstart lm} "
+want() { [[ "$ONLY" == *" $1 "* ]]; }
+tests=0
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 LOG=${OUT:-/tmp}/gpu_check.log
 SUMMARY=$(mktemp)
@@ -33,12 +38,15 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   || { echo "no wheels in .whl: run scripts/fetch_gpu_wheels.sh here first and carry .whl"; exit 1; }
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 
+if want tests; then
 step "CUDA tests"
 ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py \
   tests/test_onlstm_triton.py tests/test_crf_scan.py | tee /tmp/cuda_tests.log
 tests=${PIPESTATUS[0]}
 row "CUDA tests" "$(tail -1 /tmp/cuda_tests.log) (exit $tests)"
+fi
 
+if want encoders; then
 step "encoders: ON-LSTM (triton) and its per-step loop vs cuDNN nn.LSTM (B 32, T 40, D 128, H 256, chunk 8; LM stack)"
 timeout 120 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile \
   | tee /tmp/encoders.log
@@ -47,15 +55,19 @@ row "bi x 2, full, fwd+bwd: ON-LSTM / cuDNN (loop / cuDNN)" \
 row "bi x 2, full, inference: ON-LSTM / cuDNN (loop / cuDNN)" \
   "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="inference" {print $7, "(" $9 ")"}' /tmp/encoders.log | head -1)"
 row "LM stack fwd+bwd" "$(grep -m1 '^forward+backward' /tmp/encoders.log | cut -c18-)"
+fi
 
+if want training; then
 step "end-to-end training on the OntoNotes kit: tokens/s per epoch (the first included)"
 timeout 100 python3 scripts/benchmark_training.py --data .kit/conll2012_ontonotesv5 --epochs 3 --configs \
   ON-LSTM-CRF=configs/ner/ontonotes_onlstm_crf.yaml LSTM-CRF=configs/ner/ontonotes_lstm_crf.yaml \
   GPU-config=configs/ner/ontonotes_onlstm_crf_gpu.yaml | tee /tmp/training.log
 for name in ON-LSTM-CRF LSTM-CRF GPU-config; do
-  row "$name tokens/s, epochs 1 / 2 / 3" "$(awk -v n="$name" '$1==n {printf "%s ", $4}' /tmp/training.log)"
+  row "$name tokens/s, epochs 1 / 2 / 3" "$(awk -v n="$name" '$1==n && $3 !~ /%/ {printf "%s ", $4}' /tmp/training.log)"
 done
+fi
 
+if want quickstart; then
 step "quickstart on the GPU: float32, then bf16 autocast"
 for precision in 32-true bf16-mixed; do
   t0=$SECONDS
@@ -63,11 +75,13 @@ for precision in 32-true bf16-mixed; do
     --trainer.precision "$precision" --trainer.default_root_dir "runs/gpu_$precision" \
     --trainer.logger.init_args.save_dir "runs/gpu_$precision" > "/tmp/quickstart_$precision.log" 2>&1
   status=$?
-  f1=$(grep -Eo "test_f1[^0-9]*[0-9.]+" "/tmp/quickstart_$precision.log" | grep -Eo "[0-9.]+$" | tail -1)
+  f1=$(grep -Eo "test_f1 +│ +[0-9.]+" "/tmp/quickstart_$precision.log" | grep -Eo "[0-9.]+$" | tail -1)
   grep -E "test_f1|Error|error" "/tmp/quickstart_$precision.log" | head -5
   row "quickstart $precision: wall s, test F1" "$((SECONDS - t0)) s, ${f1:-none} (exit $status)"
 done
+fi
 
+if want lm; then
 step "bidirectional LM config: 300 steps (start-up included)"
 t0=$SECONDS
 timeout 60 python3 -m onlstm_tasks.cli fit --config configs/lm/unlabelled_en_onlstm_bi.yaml --trainer.max_steps 300 \
@@ -78,6 +92,7 @@ timeout 60 python3 -m onlstm_tasks.cli fit --config configs/lm/unlabelled_en_onl
 status=$?
 tail -3 /tmp/lm.log
 row "LM bi config, 300 steps: wall s" "$((SECONDS - t0)) s (exit $status)"
+fi
 
 step "summary ($((SECONDS - start)) s)"
 echo "| what | figure |"

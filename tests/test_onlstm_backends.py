@@ -266,6 +266,29 @@ def test_bf16_autocast_runs_the_layer_in_float32(backend):
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in enc.parameters())
 
 
+@pytest.mark.parametrize("backend", BACKENDS + [pytest.param("triton", marks=pytest.mark.triton)])
+def test_autocast_reaches_no_operation_inside_the_layer(backend):
+    """The layer runs wholly in float32 under autocast, its input projection too (under autocast a GEMM inside it
+    would run in bf16, and the Triton kernels would read bf16 pre-activations, which a GPU's compiler refuses in
+    the backward): with inputs that bf16 holds exactly, its outputs and gradients under autocast are float32's."""
+    torch.manual_seed(9)
+    enc = ONLSTM(5, 8, 4, bidirectional=True, backend=backend)
+    x, mask = batch(torch.float32)
+    x = x.bfloat16()
+
+    def run():
+        out = enc(x, mask)
+        grads = torch.autograd.grad(loss_fn(out.hidden, out.distances, out.input_distances), list(enc.parameters()))
+        return out.hidden, grads
+
+    want, want_grads = run()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, got_grads = run()
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
 @marked(*needs_compiled)
 @pytest.mark.parametrize("p", [0.3, 0.5, 0.999])
 def test_compiled_dropconnect_gives_the_pytorch_weights_and_gradients(p):

@@ -17,8 +17,8 @@ The back ends:
 - ``"triton"``: the whole time loop in one Triton kernel launch, forward and backward, no host read
   (:mod:`.backend_triton`; CUDA, or CPU tensors under Triton's interpreter).
 
-``"auto"`` takes ``triton`` on a CUDA device with Triton, ``compiled`` where the C++ kernels run, ``torch``
-elsewhere.
+``"auto"`` takes ``triton`` on a CUDA device with Triton for hidden sizes up to :data:`TRITON_MAX_HIDDEN`,
+``compiled`` where the C++ kernels run, ``torch`` elsewhere.
 """
 
 from __future__ import annotations
@@ -55,17 +55,24 @@ class OutputGrads(NamedTuple):
     c_last: Optional[Tensor]
 
 
+# Above this hidden size ``auto`` leaves the Triton kernel for the per-step loop. Measured on an H200
+# (scripts/gpu_check.sh, 2026-11-27): at hidden 256 the kernel ran a layer's forward+backward 2x faster than the
+# loop; at the language model's 1150 it ran 6x slower (each program streams all of W_hh from memory every step, and
+# a batch of B rows has only B / 16 programs per direction).
+TRITON_MAX_HIDDEN = 512
+
 BACKENDS = {backend.name: backend for backend in (LoopBackend("compiled"), LoopBackend("torch"), TritonBackend())}
 NAMES = ("auto", *BACKENDS)
 
 
-def resolve(name: str, x: Tensor):
-    """The back end called ``name`` (one of :data:`NAMES`) for a layer over ``x``; a back end asked for where it
-    cannot run is a ValueError that says why."""
+def resolve(name: str, x: Tensor, hidden: int = 0):
+    """The back end called ``name`` (one of :data:`NAMES`) for a layer of ``hidden`` units over ``x``; a back end
+    asked for where it cannot run is a ValueError that says why."""
     if name not in NAMES:
         raise ValueError(f"backend must be one of {', '.join(NAMES)}; got {name!r}")
     if name == "auto":
-        order = ("triton", "compiled", "torch") if x.device.type == "cuda" else ("compiled", "torch")
+        gpu_kernel = x.device.type == "cuda" and hidden <= TRITON_MAX_HIDDEN
+        order = ("triton", "compiled", "torch") if gpu_kernel else ("compiled", "torch")
         return next(BACKENDS[n] for n in order if BACKENDS[n].why_not(x) is None)
     reason = BACKENDS[name].why_not(x)
     if reason is not None:

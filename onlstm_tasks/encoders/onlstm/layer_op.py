@@ -23,6 +23,12 @@ from torch import Tensor
 from .backends import LayerInputs, OutputGrads, resolve
 
 
+def _no_autocast(x: Tensor) -> torch.autocast:
+    """The operator's inputs are in the weights' dtype (:func:`run_layer`); autocast, still on inside its
+    implementation, would run the back end's GEMMs (the input projection, the weights' gradients) in bf16."""
+    return torch.autocast(x.device.type, enabled=False)
+
+
 @torch.library.custom_op("onlstm_tasks::onlstm_layer", mutates_args=())
 def onlstm_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight_hh: Tensor,
                  h0: Optional[Tensor], c0: Optional[Tensor], symmetric: bool, backend: str,
@@ -35,9 +41,10 @@ def onlstm_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, we
     Returns hidden states [B, T, K H] (directions concatenated), forget distances ``1 - mean(f~)`` and input
     distances ``mean(i~)`` [K, B, T], all zero at padded steps, the cell state after the last step [K, B, H]
     (zeros for a ragged batch), then the back end's saved tensors (``save=True``; else an empty list)."""
-    run = resolve(backend, x)
-    h, d_forget, d_input, c_last, saved = run.forward(
-        LayerInputs(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric), save)
+    run = resolve(backend, x, weight_hh.size(-1))
+    with _no_autocast(x):
+        h, d_forget, d_input, c_last, saved = run.forward(
+            LayerInputs(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric), save)
     return h, d_forget, d_input, c_last, list(saved) if save else []
 
 
@@ -45,7 +52,7 @@ def onlstm_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, we
 def _(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend, save):
     batch, steps, _ = x.shape
     dirs, _, hidden = weight_hh.shape
-    saved = [x.new_empty(shape) for shape in resolve(backend, x).saved_shapes(x, weight_hh)] if save else []
+    saved = [x.new_empty(shape) for shape in resolve(backend, x, hidden).saved_shapes(x, weight_hh)] if save else []
     return (x.new_empty(batch, steps, dirs * hidden), x.new_empty(dirs, batch, steps), x.new_empty(dirs, batch, steps),
             x.new_empty(dirs, batch, hidden), saved)
 
@@ -57,10 +64,11 @@ def onlstm_layer_backward(grad_h: Optional[Tensor], grad_forget: Optional[Tensor
                           backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The gradients of :func:`onlstm_layer`'s ``(x, weight_ih, bias, weight_hh)`` from those of its first four
     outputs (None: zero) and what it saved."""
-    run = resolve(backend, x)
+    run = resolve(backend, x, weight_hh.size(-1))
     layer = LayerInputs(x, lengths, weight_ih, None, weight_hh, h0, None, symmetric)
-    return tuple(run.backward(layer, h, run.Saved(*saved), OutputGrads(grad_h, grad_forget, grad_input,
-                                                                          grad_c_last)))
+    with _no_autocast(x):
+        return tuple(run.backward(layer, h, run.Saved(*saved), OutputGrads(grad_h, grad_forget, grad_input,
+                                                                              grad_c_last)))
 
 
 @onlstm_layer_backward.register_fake
