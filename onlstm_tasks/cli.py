@@ -7,12 +7,12 @@ imports it only when a subcommand runs: ``onlstm-tasks``, ``--help`` and ``--ver
 
 from __future__ import annotations
 
-import logging
 import sys
 
 from . import __version__
 from .errors import debug_requested, find_user_error, report_user_error
 from .known_warnings import quiet_known_warnings
+from .package_logs import drop_held_logs, release_held_logs, show_package_logs
 
 # the subcommands with what each does here (``onlstm-tasks SUBCOMMAND --help`` lists its options)
 SUBCOMMANDS = {
@@ -49,31 +49,6 @@ def help_text() -> str:
     return HELP.format(subcommands="\n".join(f"  {name:<{width}}  {text}" for name, text in SUBCOMMANDS.items()))
 
 
-class _StderrHandler(logging.StreamHandler):
-    """A stream handler that writes to whatever ``sys.stderr`` is at the time of the record (not the stream of
-    the moment it was made), so a redirected or captured stderr never leaves it writing to a closed file."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:  # StreamHandler.__init__ assigns one; the property always reads sys.stderr
-        pass
-
-
-def show_package_logs() -> None:
-    """Shows this package's INFO lines (counts of what readers skipped or repaired, vocabulary sizes, vector
-    coverage, ...) on stderr, as Lightning shows its own; a library import configures nothing by itself."""
-    logger = logging.getLogger("onlstm_tasks")
-    if not logger.handlers:
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-    if logger.level == logging.NOTSET:
-        logger.setLevel(logging.INFO)
-
-
 def main(args: list[str] | None = None) -> None:
     """The console script. The project's own errors (bad data, config, checkpoint, unreachable hub) print one
     line ``error: <file>:<line>: <what> (<what to do>)`` and exit with code 2; ``--debug`` (or
@@ -88,7 +63,7 @@ def main(args: list[str] | None = None) -> None:
             sys.stderr.write("error: a subcommand is required (fit, validate, test, predict or export)\n")
             raise SystemExit(2)
         return
-    show_package_logs()
+    show_package_logs(hold=argv[0] != "export")  # until the inputs are checked: a mistake's line then stands alone
     quiet_known_warnings()
     if args is None:
         sys.argv[1:] = argv  # without --debug; LightningCLI reads sys.argv itself (it warns when given both)
@@ -104,8 +79,12 @@ def main(args: list[str] | None = None) -> None:
     except Exception as err:
         user_error = find_user_error(err)
         if user_error is None or debug:
+            release_held_logs()
             raise
+        drop_held_logs()
         report_user_error(user_error)
+    finally:
+        release_held_logs()
 
 
 if __name__ == "__main__":

@@ -31,9 +31,29 @@ def accepted_keys(class_path: str) -> list[str]:
     return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def did_you_mean(key: str, accepted: list[str]) -> str:
-    """``; did you mean `nearest`?``, or the accepted keys when none is near (empty without any)."""
-    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+def classes_taking(key: str, class_path: str) -> list[str]:
+    """The names of the classes beside ``class_path`` (those its package ``onlstm_tasks.<part>`` exports) whose
+    constructor takes ``key``: ``["ONLSTM"]`` for ``chunk_size`` beside ``onlstm_tasks.encoders.GRU``."""
+    parts = class_path.split(".")
+    if parts[0] != "onlstm_tasks" or len(parts) < 3:
+        return []
+    package = ".".join(parts[:2])
+    try:
+        names = getattr(__import__(package, fromlist=["__all__"]), "__all__", [])
+    except ImportError:
+        return []
+    return [name for name in names if name != parts[-1] and key in accepted_keys(f"{package}.{name}")]
+
+
+def did_you_mean(key: str, accepted: list[str], class_path: str = "") -> str:
+    """``; did you mean `nearest`?``; where another class of the package takes ``key`` (an encoder swapped for one
+    with other options), that it belongs to it; else the accepted keys (empty without any)."""
+    owners = classes_taking(key, class_path) if class_path else []
+    if owners:
+        name = class_path.rsplit(".", 1)[-1]
+        return (f": an option of {', '.join(owners[:3])}, not of {name}; delete it (with another encoder, check "
+                f"each of its options: {name} takes {', '.join(accepted)})")
+    close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.75)
     if close:
         return f"; did you mean `{close[0]}`?"
     return f" (accepted: {', '.join(accepted)})" if accepted else ""
@@ -52,13 +72,13 @@ def short_parser_message(message: str, accepted_options: Iterable[str] = ()) -> 
         class_path = class_paths[-1]
         where = ".init_args.".join(parents) + ".init_args" if parents else class_path
         return (f"unknown key `{key}` in {where} ({class_path.rsplit('.', 1)[-1]})"
-                f"{did_you_mean(key, accepted_keys(class_path))}")
+                f"{did_you_mean(key, accepted_keys(class_path), class_path)}")
     unknown = re.search(r"(?:Key '|Unrecognized arguments: -*)([\w.]+)", message, re.IGNORECASE)
     if unknown:
         key = unknown.group(1)
         parent, _, leaf = key.rpartition(".")
         siblings = [a.rpartition(".")[2] for a in accepted_options if a.rpartition(".")[0] == parent]
-        close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)
         hint = f"; did you mean `{parent + '.' if parent else ''}{close[0]}`?" if close else ""
         return f"unknown key `{key}`{hint}"
     if parents:

@@ -6,13 +6,11 @@ one-line configuration errors, checkpoints that supply the vocabularies, and che
 
 from __future__ import annotations
 
-import importlib
 import logging
 import signal
 import sys
 from pathlib import Path
 
-import torch
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -20,9 +18,11 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .callbacks.final_validation import ValidateLastStep
 from .callbacks.resume import resume_from_last
+from .config_checks import check_config, check_config_files, config_files
 from .config_messages import short_parser_message, short_union_message
 from .data.checkpoint_file import read_checkpoint_file
 from .errors import ConfigError, find_user_error
+from .package_logs import release_held_logs
 from .tasks.loading import task_model_class
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ DATA_FACTS = ("word_vocab", "char_vocab", "labels")
 # what a checkpoint of each task model is called in messages ("<path> is an aspect-sentiment checkpoint")
 TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect-sentiment", "LanguageModel": "language-model"}
 TASK_ARTICLES = {"NER": "an", "aspect-sentiment": "an", "language-model": "a"}
+SUBCOMMAND_STAGES = {"fit": "fit", "validate": "validate", "test": "test", "predict": "predict"}
 
 
 class TasksArgumentParser(LightningArgumentParser):
@@ -61,10 +62,8 @@ def _node(config, dotted: str):
 def dropped_init_args(argv: list[str], config) -> list[str]:
     """Warnings for ``--X.encoder NAME`` overrides that replaced a config file's class and dropped its
     ``init_args`` the new class does not take (jsonargparse drops them silently)."""
-    files = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("--config", "-c")]
-    files += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--config=")]
     merged: dict = {}
-    for file in files:
+    for file in config_files(argv):
         try:
             loaded = yaml.safe_load(Path(file).read_text()) or {}
         except (OSError, yaml.YAMLError):
@@ -111,6 +110,8 @@ class TasksCLI(LightningCLI):
     def parse_arguments(self, parser, args) -> None:
         super().parse_arguments(parser, args)
         sub = self.config.get("subcommand")
+        if sub:  # values, paths and sizes known now fail here, before a checkpoint or any data is read
+            check_config(sub, self.config[sub])
         argv = sys.argv[1:] if args is None else args
         if isinstance(argv, list) and sub:
             for warning in dropped_init_args(argv[1:] if argv and argv[0] == sub else argv, self.config[sub]):
@@ -126,9 +127,6 @@ class TasksCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         sub = self.config.get("subcommand")
-        if sub:  # sizes a class can check from its arguments alone fail here, before any data is read
-            check_accelerator(self.config[sub].get("trainer"))
-            check_init_args(self.config[sub].get("model"), f"{sub}.model")
         if sub == "fit":
             resume_from_last(self.config.fit)  # --ckpt_path last: the newest last.ckpt of the run, same folder
         if sub == "predict":  # predict logs no metrics: no logger, so no empty version_N folder, no saved config
@@ -186,7 +184,13 @@ class TasksCLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs):
         """The configured trainer plus :class:`ValidateLastStep` (a run ended by ``max_steps`` validates its last
-        step, so it ends with a best checkpoint and ``EarlyStopping`` finds its monitor)."""
+        step, so it ends with a best checkpoint and ``EarlyStopping`` finds its monitor). Before it, the data the
+        subcommand uses is read and checked (a mistake in it leaves no run folder), then the package's held log
+        lines are shown."""
+        check = getattr(self.datamodule, "check_inputs", None)
+        if self.subcommand in SUBCOMMAND_STAGES and callable(check):
+            check(SUBCOMMAND_STAGES[self.subcommand], self.model)
+        release_held_logs()
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(c, ValidateLastStep) for c in trainer.callbacks):
             trainer.callbacks.append(ValidateLastStep())
@@ -201,48 +205,10 @@ class TasksCLI(LightningCLI):
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 
-def check_accelerator(trainer) -> None:
-    """Refuses ``--trainer.accelerator gpu|cuda|mps`` on a machine without one, in one line and before any data is
-    read (Lightning would say so only after the data module and the model were built, in a long traceback)."""
-    accelerator = trainer.get("accelerator") if trainer is not None else None
-    if not isinstance(accelerator, str):
-        return
-    name = accelerator.lower()
-    if name in ("gpu", "cuda") and not torch.cuda.is_available():
-        found = "this PyTorch build has no CUDA" if torch.version.cuda is None else "torch.cuda.is_available() is False"
-        raise ConfigError(f"--trainer.accelerator {accelerator}: no CUDA GPU here ({found}); use --trainer.accelerator "
-                          "cpu, or auto to take a GPU only where there is one")
-    if name == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"--trainer.accelerator {accelerator}: no Apple MPS device here; use --trainer.accelerator "
-                          "cpu, or auto to take one only where there is one")
-
-
-def check_init_args(node, where: str) -> None:
-    """Calls ``check_init_args(init_args)`` of every class of the package named in a parsed config that has one
-    (e.g. :meth:`ONLSTM.check_init_args`), so a size error is one line before the data is read (the model is built
-    only after the data module, whose vocabulary it needs). A refusal is a :class:`ConfigError` naming the key."""
-    if isinstance(node, Namespace):
-        node = node.as_dict()
-    if isinstance(node, dict):
-        class_path, init_args = node.get("class_path"), node.get("init_args")
-        if isinstance(class_path, str) and class_path.startswith("onlstm_tasks.") and isinstance(init_args, dict):
-            module, _, name = class_path.rpartition(".")
-            check = getattr(getattr(importlib.import_module(module), name, None), "check_init_args", None)
-            if callable(check):
-                try:
-                    check(init_args)
-                except ValueError as err:
-                    raise ConfigError(f"{where}.init_args: {err} ({class_path})") from None
-        for key, value in node.items():
-            check_init_args(value, f"{where}.{key}" if key != "init_args" else f"{where}.init_args")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            check_init_args(value, f"{where}[{index}]")
-
-
 def run_cli(args: list[str] | None) -> None:
     """Runs ``fit|validate|test|predict`` with ``args`` (None: ``sys.argv``). A run stopped by SIGTERM (after
     :class:`~onlstm_tasks.callbacks.ResumableCheckpoint` wrote ``last.ckpt``) exits as killed by it."""
+    check_config_files(sys.argv[1:] if args is None else args)
     try:
         TasksCLI(
             model_class=None,

@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
 from onlstm_tasks.errors import ConfigError
 
 from . import csv_history
@@ -40,7 +39,7 @@ def resume_from_last(cfg: Any) -> None:
         where = ", ".join(str(r) for r in roots) or "(no root: set trainer.default_root_dir)"
         raise ConfigError(f"--ckpt_path last: no last.ckpt under {where} (all version folders searched); "
                           f"start the run without --ckpt_path, or pass a checkpoint file")
-    version, log_dir = run_version(found)
+    version, log_dir = run_version(found, read_checkpoint_file(str(found)))  # a damaged file: one line
     cfg.ckpt_path = str(found)
     pinned = [_pin_version(logger, version) for logger in _loggers(cfg)] if version is not None else []
     if any(pinned) and log_dir is not None:
@@ -72,14 +71,11 @@ def newest_last_checkpoint(roots: list[Path]) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
-def run_version(path: Path) -> tuple[int | str | None, Path | None]:
-    """The logger version and log folder that wrote ``path``: recorded by :class:`ResumableCheckpoint`, else
-    the ``version_N`` folder of a ``version_N/checkpoints/last.ckpt`` path, else ``None`` (unknown)."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get(STATE_KEY) or {}
-    except Exception as err:  # an unreadable file is reported by Lightning when it loads it, with its own message
-        log.debug("could not read %s for its version: %s", path, err)
-        state = {}
+def run_version(path: Path, checkpoint: dict) -> tuple[int | str | None, Path | None]:
+    """The logger version and log folder that wrote ``path`` (its contents: ``checkpoint``): recorded by
+    :class:`ResumableCheckpoint`, else the ``version_N`` folder of a ``version_N/checkpoints/last.ckpt`` path,
+    else ``None`` (unknown)."""
+    state = checkpoint.get(STATE_KEY) or {}
     if state.get("logger_version") is not None:
         return state["logger_version"], Path(state["log_dir"]) if state.get("log_dir") else None
     if path.parent.name == "checkpoints" and path.parent.parent.name.startswith("version_"):

@@ -113,6 +113,7 @@ class TaskDataModule(pl.LightningDataModule):
         self._vocab: Any = None
         self._encoded: dict[str, list] = {}
         self._predict_examples: list | None = None
+        self._model_to_run: Any = None  # the model a Trainer will run, named by check_inputs before it is attached
 
     @property
     def _log(self) -> logging.Logger:
@@ -218,9 +219,13 @@ class TaskDataModule(pl.LightningDataModule):
         raise NotImplementedError
 
     @staticmethod
-    def _unknown_label(example, label: str, split: str, labels: list[str]) -> DataFormatError:
-        """The error of a label that the vocabularies (from training) do not hold."""
-        return DataFormatError(example.source, example.line, f"label {label!r} in the {split} split never occurs in "
+    def _unknown_label(example, label: str, split: str, labels: list[str], token: int | None = None
+                       ) -> DataFormatError:
+        """The error of a label that the vocabularies (from training) do not hold, at the line of its token
+        (``token``, where the format has a line per token) or else of its example."""
+        lines = example.token_lines
+        line = lines[token] if token is not None and lines else example.line
+        return DataFormatError(example.source, line, f"label {label!r} in the {split} split never occurs in "
                                f"training (known: {labels})")
 
     # ---- encoding and loaders -----------------------------------------------------------------------------
@@ -242,14 +247,21 @@ class TaskDataModule(pl.LightningDataModule):
         for split in splits:
             self._encode(split)
 
+    def check_inputs(self, stage: str, model: Any) -> None:
+        """Reads and encodes (so checks) what ``stage`` uses, as ``setup(stage)`` does once a Trainer runs
+        ``model``; the CLI calls it before it builds the Trainer, so a data error leaves no run folder behind and
+        ends in its one line. ``setup`` then finds the work done."""
+        self._model_to_run = model
+        self.setup(stage)
+
     def _reads_gold_trees(self, setting: bool | None) -> bool | None:
         """Whether batches need gold trees: ``setting`` when given, else whether the model the Trainer attached
-        reads them (:func:`~onlstm_tasks.data.gold_trees.model_reads_gold_trees`); None without a Trainer (then
-        the data decides: trees when it has them)."""
+        reads them (:func:`~onlstm_tasks.data.gold_trees.model_reads_gold_trees`), or the model named by
+        :meth:`check_inputs`; None without either (then the data decides: trees when it has them)."""
         if setting is not None:
             return setting
         trainer = self.trainer
-        model = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        model = getattr(trainer, "lightning_module", None) if trainer is not None else self._model_to_run
         return None if model is None else model_reads_gold_trees(model)
 
     def _item_length(self, item) -> int:

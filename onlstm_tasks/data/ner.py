@@ -264,9 +264,9 @@ class NERDataModule(TaskDataModule):
             tag_ids = [0] * len(ex)
             if ex.tags is not None and split != "predict":
                 tags = convert_scheme(ex.tags, self.hparams.tag_scheme)
-                unknown = [t for t in tags if t not in label_index]
+                unknown = [k for k, t in enumerate(tags) if t not in label_index]
                 if unknown:
-                    raise self._unknown_label(ex, unknown[0], split, labels)
+                    raise self._unknown_label(ex, tags[unknown[0]], split, labels, token=unknown[0])
                 tag_ids = [label_index[t] for t in tags]
             items.append((word_ids, char_ids, ex.words, tag_ids, None if trees is None else trees[i]))
         encoder.log_truncation(split)
