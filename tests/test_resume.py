@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 
 import pytest
 import torch
@@ -38,6 +39,11 @@ def test_sigterm_mid_epoch_then_ckpt_path_last_matches_an_uninterrupted_run(tmp_
     resumed = run_cli("fit", "--config", str(cut / "config.yaml"), "--ckpt_path", "last")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "not resumable" not in resumed.stderr  # Lightning's warning for a loader that restarts its epoch
+    # quiet and right: no warning about the folders it reuses on purpose, and where it continues, as it stopped
+    warned = [line for line in resumed.stderr.splitlines() if re.search(r"\.py:\d+: |WARNING|[Ww]arning:", line)]
+    assert not warned, warned
+    assert f"continues after optimizer step {KILL_AT}, in epoch {KILL_AT // STEPS_PER_EPOCH} after its first " \
+           f"{KILL_AT % STEPS_PER_EPOCH} batches" in resumed.stderr, resumed.stderr[-3000:]
 
     expected, got = _last(full), _last(cut)
     assert got["global_step"] == expected["global_step"] == EPOCHS * STEPS_PER_EPOCH

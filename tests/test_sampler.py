@@ -180,6 +180,21 @@ def test_simulated_ddp_training_same_steps_on_every_rank(monkeypatch, world, len
         assert total - -(-len(lengths) // batch_size) < world
 
 
+def test_lightning_reaches_the_epoch_of_the_training_loader() -> None:
+    """Lightning's fit loop calls ``set_epoch`` on a loader's ``sampler`` and ``batch_sampler.sampler`` only (not on
+    a batch sampler): the loader of every training run must still see each new epoch, or every epoch shuffles
+    alike."""
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
+    from onlstm_tasks.data.base import bucket_loader
+
+    loader = bucket_loader([3, 5, 2, 7, 4, 6] * 5, 4, shuffle=True, seed=0, collate=lambda ids: ids)
+    first = list(loader)
+    _set_sampler_epoch(loader, 1)
+    assert loader.batch_sampler.epoch == 1
+    assert list(loader) != first
+
+
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         BucketBatchSampler([1, 2], 0, shuffle=False)

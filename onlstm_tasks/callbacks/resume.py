@@ -14,6 +14,7 @@ import importlib
 import inspect
 import logging
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,38 @@ def resume_from_last(cfg: Any) -> None:
         where = ", ".join(str(r) for r in roots) or "(no root: set trainer.default_root_dir)"
         raise ConfigError(f"--ckpt_path last: no last.ckpt under {where} (all version folders searched); "
                           f"start the run without --ckpt_path, or pass a checkpoint file")
-    version, log_dir = run_version(found, read_checkpoint_file(str(found)))  # a damaged file: one line
+    checkpoint = read_checkpoint_file(str(found))  # a damaged file: one line
+    version, log_dir = run_version(found, checkpoint)
     cfg.ckpt_path = str(found)
     pinned = [_pin_version(logger, version) for logger in _loggers(cfg)] if version is not None else []
     if any(pinned) and log_dir is not None:
         csv_history.set_aside(log_dir)  # Lightning's CSV writer would delete it; restored at checkpoint load
-    log.info("--ckpt_path last: resuming from %s%s", found,
-             f" in version folder {version!r}" if any(pinned) else "")
+    quiet_reuse_warnings()
+    log.info("--ckpt_path last: resuming from %s%s: %s", found,
+             f" in version folder {version!r}" if any(pinned) else "", where_it_stopped(checkpoint))
+
+
+# Lightning's warnings about folders that a resumed run reuses on purpose (the metrics rows it says it will delete
+# are set aside and restored: csv_history)
+REUSE_WARNINGS = (r"Experiment logs directory .* exists and is not empty", r"Checkpoint directory .* exists and is not empty")
+
+
+def quiet_reuse_warnings() -> None:
+    for pattern in REUSE_WARNINGS:
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def where_it_stopped(checkpoint: dict) -> str:
+    """``continues after optimizer step 141, in epoch 5 after its first 16 batches`` from a checkpoint's progress
+    counters (epochs counted from 0, as Lightning's progress bar shows them)."""
+    step, epoch = checkpoint.get("global_step"), checkpoint.get("epoch")
+    loaders = (((checkpoint.get("loops") or {}).get("fit_loop") or {}).get("state_dict") or {}).get("combined_loader")
+    done = loaders[0].get("batches_done") if isinstance(loaders, list) and loaders and isinstance(loaders[0], dict) \
+        else None
+    text = f"continues after optimizer step {step}" if step is not None else "continues"
+    if isinstance(epoch, int):
+        text += f", in epoch {epoch}" + (f" after its first {done} batches" if done else "")
+    return text
 
 
 def search_roots(cfg: Any) -> list[Path]:

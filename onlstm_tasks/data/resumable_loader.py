@@ -30,7 +30,7 @@ class ResumableDataLoader(DataLoader):
     def __iter__(self) -> Iterator:
         self.batches_done = self.batch_sampler.skipped
         if self.batches_done:
-            log.info("resuming epoch %d after its first %d batches", self.batch_sampler.epoch, self.batches_done)
+            log.debug("sampler epoch %d: skipping its first %d batches", self.batch_sampler.epoch, self.batches_done)
         for batch in super().__iter__():
             self.batches_done += 1
             yield batch

@@ -8,6 +8,18 @@ from collections.abc import Iterator, Sequence
 import torch.distributed as dist
 
 
+class EpochSetter:
+    """A batch sampler's ``sampler`` attribute for Lightning's ``_set_sampler_epoch``, which calls ``set_epoch`` on
+    a loader's ``sampler`` and its ``batch_sampler.sampler``, never on the batch sampler: without it every epoch
+    would shuffle alike."""
+
+    def __init__(self, owner: BucketBatchSampler) -> None:
+        self.owner = owner
+
+    def set_epoch(self, epoch: int) -> None:
+        self.owner.set_epoch(epoch)
+
+
 class BucketBatchSampler:
     """Yields batches of indices of similar length (little padding): ``batch_size`` rows at most and, with
     ``max_tokens`` (a token budget: rows times the batch's longest length), no more padded tokens than that, so that
@@ -45,6 +57,7 @@ class BucketBatchSampler:
         self.max_tokens = max_tokens
         self.epoch = 0
         self._skip = 0  # batches of ``self.epoch`` already done before a restore; used by the next iteration only
+        self.sampler = EpochSetter(self)  # where Lightning calls set_epoch (it never calls a batch sampler's own)
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
