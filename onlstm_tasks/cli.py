@@ -33,7 +33,8 @@ subcommands:
 {subcommands}
 
 options:
-  -h, --help     show this help and exit (SUBCOMMAND --help: every option of that subcommand)
+  -h, --help     show this help and exit (SUBCOMMAND --help --config X.yaml: the options of that config's
+                 model, encoder and data, with their values and docs; SUBCOMMAND --help-trainer: Lightning's)
   --version      print the version and exit
   --debug        show the traceback of a configuration or data error (ONLSTM_TASKS_DEBUG=1 does the same)
 
@@ -63,6 +64,13 @@ def main(args: list[str] | None = None) -> None:
             sys.stderr.write("error: a subcommand is required (fit, validate, test, predict or export)\n")
             raise SystemExit(2)
         return
+    if argv[0] in SUBCOMMANDS and argv[0] != "export" and {"-h", "--help"} & set(argv) \
+            and "--help-trainer" not in argv:  # the config's own options, at once (no Lightning import)
+        from .config_help import help_text as config_help
+
+        print(config_help(argv[0], argv), end="")
+        return
+    argv = [("--help" if arg == "--help-trainer" else arg) for arg in argv]  # Lightning's whole help
     show_package_logs(hold=argv[0] != "export")  # until the inputs are checked: a mistake's line then stands alone
     quiet_known_warnings()
     if args is None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from jsonargparse import Namespace
 
+from .config_help import config_files
 from .errors import ConfigError
 
 Rule = Callable[[Any], "str | None"]  # a value -> what is wrong with it, or None
@@ -198,12 +199,6 @@ def check_paths(subcommand: str, config: dict) -> None:
     for option, folder in folders:
         if isinstance(folder, str) and Path(folder).expanduser().is_file():
             raise ConfigError(f"{option} {folder}: is a file; the run writes a folder there (give another path)")
-
-
-def config_files(argv: list[str]) -> list[str]:
-    """The files given by ``--config X`` / ``--config=X`` / ``-c X`` in ``argv``."""
-    files = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("--config", "-c")]
-    return files + [arg.split("=", 1)[1] for arg in argv if arg.startswith("--config=")]
 
 
 def check_config_files(argv: list[str]) -> None:

@@ -18,7 +18,8 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .callbacks.final_validation import ValidateLastStep
 from .callbacks.resume import resume_from_last
-from .config_checks import check_config, check_config_files, config_files
+from .config_checks import check_config, check_config_files
+from .config_help import DATA_FACTS, config_files, merge
 from .config_messages import short_parser_message, short_union_message
 from .data.checkpoint_file import read_checkpoint_file
 from .errors import ConfigError, find_user_error
@@ -27,9 +28,8 @@ from .tasks.loading import task_model_class
 
 log = logging.getLogger(__name__)
 
-# model hyper-parameters that are facts of the data: linked from the data module (which reads them from the
-# checkpoint for validate/test/predict), so never re-parsed from a checkpoint
-DATA_FACTS = ("word_vocab", "char_vocab", "labels")
+# DATA_FACTS (config_help): model hyper-parameters that are facts of the data, linked from the data module (which
+# reads them from the checkpoint for validate/test/predict), so never re-parsed from a checkpoint
 # what each task model trains, for the error of a checkpoint given to another task's config
 # what a checkpoint of each task model is called in messages ("<path> is an aspect-sentiment checkpoint")
 TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect-sentiment", "LanguageModel": "language-model"}
@@ -68,7 +68,7 @@ def dropped_init_args(argv: list[str], config) -> list[str]:
             loaded = yaml.safe_load(Path(file).read_text()) or {}
         except (OSError, yaml.YAMLError):
             continue
-        _merge(merged, loaded)
+        merge(merged, loaded)
     warnings = []
     for arg in argv:
         if not arg.startswith("--") or arg.startswith("--config"):
@@ -87,14 +87,6 @@ def dropped_init_args(argv: list[str], config) -> list[str]:
                             f"{', '.join(f'{k}={old_args[k]}' for k in dropped)} (it does not take them; set the "
                             f"new class's arguments with --{key}.init_args.KEY)")
     return warnings
-
-
-def _merge(into: dict, other: dict) -> None:
-    for key, value in other.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
 
 
 class TasksCLI(LightningCLI):
