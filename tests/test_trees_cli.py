@@ -120,12 +120,12 @@ def test_gold_against_itself_and_distances_reproducing_the_baselines(gold) -> No
 
 def test_eval_errors(capsys, gold, tmp_path) -> None:
     code, lines, err = run(capsys, "eval", "--gold", tmp_path / "missing", "--baseline", "random")
-    assert code == 1 and lines == [] and "no gold tree file or directory" in err
+    assert code == 2 and lines == [] and "no gold tree file or directory" in err
     (tmp_path / "bad.mrg").write_text("(S (NP (DT The) (NN cat))")
     code, _, err = run(capsys, "eval", "--gold", tmp_path / "bad.mrg", "--baseline", "random")
-    assert code == 1 and "bad.mrg" in err and "unbalanced brackets" in err
+    assert code == 2 and "bad.mrg" in err and "unbalanced brackets" in err
     code, _, err = run(capsys, "eval", "--gold", gold / "all.txt", "--baseline", "random", "--split", "test")
-    assert code == 1 and "--split apply to --format ontonotes only" in err
+    assert code == 2 and "--split apply to --format ontonotes only" in err
     with pytest.raises(SystemExit):  # argparse: exactly one of --checkpoint / --baseline
         main(["eval", "--gold", str(gold / "all.txt")])
 
@@ -148,7 +148,7 @@ def test_eval_checkpoint_prints_one_line_per_layer_and_combination(capsys, gold,
     assert [parse(line)["label"] for line in lines] == ["layer 1 (max)", "layer 1 (min)", "layer 2 (max)",
                                                         "layer 2 (min)"]
     code, _, err = run(capsys, "eval", "--gold", gold / "all.txt", "--checkpoint", checkpoint, "--combine", "avg")
-    assert code == 1 and "--combine takes" in err
+    assert code == 2 and "--combine takes" in err
 
 
 def test_plot_writes_a_png(capsys, checkpoint, tmp_path) -> None:
@@ -162,7 +162,7 @@ def test_plot_writes_a_png(capsys, checkpoint, tmp_path) -> None:
     assert re.sub(r"[()]", "", lines[0]).split() == ["Peter", "Blackburn", "lives", "in", "Brussels", "."]
     code, _, err = run(capsys, "plot", "--checkpoint", checkpoint, "--sentence", "a b", "--layer", 2,
                        "--out", tmp_path / "x.png")
-    assert code == 1 and "--layer must be in [-2, 2)" in err
+    assert code == 2 and "--layer must be in [-2, 2)" in err
 
 
 # ---- the shared OntoNotes kit ----------------------------------------------------------------------------------
@@ -189,3 +189,16 @@ def test_eval_conllx_checkpoint_prints_uas_per_layer_and_combination(capsys, che
     labels = [line.split("  ")[0].strip() for line in lines]
     assert labels == [f"layer {layer} ({how})" for layer in (1, 2) for how in ("mean", "forward", "backward")]
     assert all("corpus UAS" in line and "(2 sentences, 5 scored tokens)" in line for line in lines)
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(monkeypatch, capsys):
+    """A missing matplotlib anywhere under ``plot`` ends in the install line of the ``plot`` extra, exit 2."""
+    from onlstm_tasks.probing import cli
+
+    def no_matplotlib(args):
+        raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+
+    monkeypatch.setattr(cli, "run_plot", no_matplotlib)
+    code = cli.main(["plot", "--checkpoint", "x.ckpt", "--sentence", "a b", "--out", "g.png"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'onlstm-tasks[plot]'" in err and len(err.strip().splitlines()) == 1

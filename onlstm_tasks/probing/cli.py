@@ -280,9 +280,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         {"eval": run_eval, "plot": run_plot}[args.command](args)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] != "matplotlib":
+            raise
+        from onlstm_tasks.probing.plots import PLOT_EXTRA_HINT
+
+        print(f"onlstm-trees {args.command}: error: {PLOT_EXTRA_HINT}", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"onlstm-trees {args.command}: error: {err}", file=sys.stderr)
-        return 1
+        return 2  # as onlstm-tasks and argparse: a user's mistake
     return 0
 
 

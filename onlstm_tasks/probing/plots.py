@@ -15,12 +15,15 @@ import torch
 from onlstm_tasks.trees.induce import Tree, tree_to_brackets
 
 
+PLOT_EXTRA_HINT = ("plotting needs matplotlib, which is not installed: pip install 'onlstm-tasks[plot]' (in a clone: "
+                   "pip install -e '.[plot]'), or pip install matplotlib")
+
+
 def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("plotting needs matplotlib, which is not installed: pip install matplotlib "
-                           "(or the package's dev extra, pip install 'onlstm-tasks[dev]')") from None
+        raise ImportError(PLOT_EXTRA_HINT) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
