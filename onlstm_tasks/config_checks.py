@@ -187,7 +187,8 @@ def check_paths(subcommand: str, config: dict) -> None:
                               "(owner/name); give the folder of the train/validation/test files") from None
     if subcommand == "predict":
         _file("--data.init_args.predict_file", data.get("predict_file"), "a text file to predict on")
-    _file("--data.init_args.vectors", data.get("vectors"), "a word vectors file")
+    if subcommand == "fit":  # elsewhere the checkpoint holds the vectors the model trained with
+        _file("--data.init_args.vectors", data.get("vectors"), "a word vectors file")
     ckpt = config.get("ckpt_path")
     if ckpt not in (None, "last", "best", "hpc", "registry"):
         _file("--ckpt_path", ckpt, "a .ckpt file that onlstm-tasks fit wrote")

@@ -170,7 +170,8 @@ def test_label_type_unseen_in_training_names_file_and_line(tmp_path, split, stag
     write_columns(tmp_path / f"{other}.txt", [["Ann B-PER"]])
     bad = write_columns(tmp_path / f"{split}.txt", [["Ann B-PER", "ran O"], ["in O", "Rome B-LOC"]])
     data = columns_data(tmp_path)
-    with pytest.raises(DataFormatError, match=rf"{re.escape(str(bad))}:4: .*'B-LOC'.*{split}"):
+    # line 5 holds the label (its sentence starts on line 4)
+    with pytest.raises(DataFormatError, match=rf"{re.escape(str(bad))}:5: .*'B-LOC'.*{split}"):
         data.setup(stage)
 
 

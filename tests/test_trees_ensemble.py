@@ -88,5 +88,5 @@ def test_eval_ensemble_of_one_reading_prints_that_readings_uf1(capsys, tmp_path)
     ensemble = next(label for label in chosen if label.startswith("ensemble chosen here"))
     assert ensemble.split()[-1].split(",")[0] == best.split()[-1]
     assert chosen[ensemble][0] > chosen[best][0] or ensemble.split()[-1] == best.split()[-1]
-    assert main(["eval", "--gold", str(gold), "--checkpoint", str(CKPT), "--ensemble", "m2:input:l1:mean"]) == 1
+    assert main(["eval", "--gold", str(gold), "--checkpoint", str(CKPT), "--ensemble", "m2:input:l1:mean"]) == 2
     assert "no model 2" in capsys.readouterr().err

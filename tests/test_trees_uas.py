@@ -86,9 +86,9 @@ def test_eval_chain_baselines_on_a_hand_file(capsys, gold, baseline, sentence, c
 
 
 def test_eval_conllx_refuses_constituency_options(capsys, gold):
-    assert main(["eval", "--format", "conllx", "--gold", str(gold), "--baseline", "right-branching"]) == 1
+    assert main(["eval", "--format", "conllx", "--gold", str(gold), "--baseline", "right-branching"]) == 2
     assert "left-chain" in capsys.readouterr().err
-    assert main(["eval", "--gold", str(gold), "--baseline", "left-chain"]) == 1
+    assert main(["eval", "--gold", str(gold), "--baseline", "left-chain"]) == 2
     assert "--format conllx" in capsys.readouterr().err
 
 
