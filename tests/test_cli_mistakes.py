@@ -82,6 +82,7 @@ def _swapped_encoder_config(inputs: Path) -> None:
 
 
 CKPT = _file("model.ckpt", b"not really")
+SLOW = pytest.mark.slow
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 
 CASES = [
@@ -168,7 +169,15 @@ def folders(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_dir()}
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES])
+# one row of each kind in the fast tier (each row parses a whole LightningCLI, about a second); all in the full suite
+FAST = {"data path missing", "predict file missing", "damaged last.ckpt under --ckpt_path last",
+        "config YAML syntax error", "unseen label names its own line", "learning rate negative", "batch size negative",
+        "encoder dropout above 1", "typo in an encoder option", "encoder option of the wrong type",
+        "class_path line changed to GRU"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=[*c.marks, *([] if c.id in FAST else [SLOW])])
+                                  for c in CASES])
 def test_a_mistake_is_one_line_exit_2_and_leaves_no_folder(case, tmp_path, monkeypatch, capfd):
     inputs, work = tmp_path / "in", tmp_path / "work"
     inputs.mkdir()
@@ -195,4 +204,4 @@ def test_a_mistake_is_one_line_exit_2_and_leaves_no_folder(case, tmp_path, monke
 
 
 def test_the_table_covers_thirty_mistakes():
-    assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES)
+    assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES) and FAST <= {c.id for c in CASES}

@@ -53,7 +53,8 @@ def resume_from_last(cfg: Any) -> None:
 
 # Lightning's warnings about folders that a resumed run reuses on purpose (the metrics rows it says it will delete
 # are set aside and restored: csv_history)
-REUSE_WARNINGS = (r"Experiment logs directory .* exists and is not empty", r"Checkpoint directory .* exists and is not empty")
+REUSE_WARNINGS = (r"Experiment logs directory .* exists and is not empty",
+                  r"Checkpoint directory .* exists and is not empty")
 
 
 def quiet_reuse_warnings() -> None:
