@@ -68,7 +68,7 @@ def non_negative(value: Any) -> str | None:
 # init_args by name, wherever they appear (model, embedder, encoder, head, data module, optimizer)
 SIZES = ("batch_size", "eval_batch_size", "max_tokens", "hidden_size", "chunk_size", "num_layers", "word_dim",
          "char_dim", "char_features", "max_word_length", "num_heads", "kernel_size", "embedding_dim",
-         "attention_size", "num_stages", "input_size", "vocab_size")
+         "num_stages", "input_size", "vocab_size")  # (attention_size 0 means "the encoder's size")
 PROBABILITIES = ("dropout", "dropconnect", "unk_replace", "word_dropout", "output_dropout", "input_dropout",
                  "embedding_dropout")
 RULES: dict[str, Rule] = {**{name: positive for name in SIZES}, **{name: probability for name in PROBABILITIES},

@@ -91,3 +91,23 @@ def test_a_few_steps_fit_a_handful_of_examples(dm):
         loss.backward()
         optimizer.step()
     assert loss.item() < 0.2 * first
+
+
+def test_predict_runs_the_encoder_once_per_batch_and_writes_its_trees(dm):
+    """The logits and the induced trees come from one pass of the head's encoder (the trees as from a second,
+    separate pass: the same distances)."""
+    from onlstm_tasks.tasks.tree_fields import induced_tree_fields
+
+    model = build(dm, "AspectPoolingHead", "onlstm").eval()
+    encoder = model.net.head.encoder
+    calls = []
+    handle = encoder.register_forward_hook(lambda module, args, output: calls.append(1))
+    batch = dm.val_dataloader().collate_fn(varied(dm))
+    with torch.no_grad():
+        rows = model.predict_step(batch, 0)
+    handle.remove()
+    assert len(calls) == 1
+    with torch.no_grad():
+        again = encoder(model.net.embedder(batch.tokens), batch.tokens.mask)
+    expected = induced_tree_fields(again, batch.tokens.mask, batch.tokens.words, -1, "mean")
+    assert [row["heads"] for row in rows] == [fields["heads"] for fields in expected]

@@ -374,9 +374,9 @@ def test_a_bidirectional_lm_starts_td_lstm_left_from_its_forward_and_right_from_
         pretrained_lm=str(path))
     model.setup("fit")
     for side, stack in (("left", "forward"), ("right", "backward")):
-        for key, value in getattr(model.head, side).state_dict().items():
+        for key, value in getattr(model.net.head, side).state_dict().items():
             assert torch.equal(value, lm[f"net.encoder.{stack}_encoder.{key}"]), (side, key)
-    words = model.embedder.embed.parts[0].embedding.weight
+    words = model.net.embedder.embed.parts[0].embedding.weight
     lm_vocab = torch.load(path, weights_only=True)["hyper_parameters"]["word_vocab"]
     assert torch.equal(words[3], lm["net.embedder.embedding.weight"][lm_vocab.index("cat")])
 

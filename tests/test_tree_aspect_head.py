@@ -23,7 +23,6 @@ from onlstm_tasks.data.examples import DataFormatError
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM, DependencyGuidedEncoder
 from onlstm_tasks.interaction import GCNInteraction
-from onlstm_tasks.modules.aspect_heads import TreeAspectHead
 from onlstm_tasks.modules.tree_aspect_head import TreeAwareAspectHead
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier, HeadFactory
 from onlstm_tasks.trees.heads import heads_to_tensor, hop_distances
@@ -66,7 +65,7 @@ def head(seed=0, **options) -> TreeAwareAspectHead:
 @pytest.mark.parametrize("source", SOURCES)
 def test_padding_invariance_and_gradients(source):
     h = head(**SOURCES[source]).eval()
-    assert isinstance(h, TreeAspectHead) and h.output_size == 8
+    assert h.output_size == 8
     x, mask, aspect, gold = batch()
     out = h(x, mask, aspect, gold)
     assert out.shape == (3, 8)
@@ -224,7 +223,7 @@ def test_every_interaction_plugs_into_the_classifier(data, interaction):
     model = AspectSentimentClassifier(
         data.word_vocab, data.char_vocab, data.labels, dropout=0.0, head=head_from_yaml(interaction),
         embedder=functools.partial(WordCharEmbedder, word_dim=8, char_encoder="none", dropout=0.0))
-    assert type(model.head) is TreeAwareAspectHead and type(model.head.interaction).__name__ == interaction
+    assert type(model.net.head) is TreeAwareAspectHead and type(model.net.head.interaction).__name__ == interaction
     batch = next(iter(data.train_dataloader()))
     assert batch.heads is not None
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -249,4 +248,4 @@ def test_cli_fits_a_gold_tree_classifier(tmp_path, monkeypatch):
     main(["fit", "--config", str(config_path)])
     assert (tmp_path / "ckpt" / "last.ckpt").exists()
     loaded = AspectSentimentClassifier.load_from_checkpoint(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
-    assert isinstance(loaded.head.interaction, GCNInteraction) and loaded.head.interaction.num_layers == 2
+    assert isinstance(loaded.net.head.interaction, GCNInteraction) and loaded.net.head.interaction.num_layers == 2

@@ -152,7 +152,7 @@ def test_absa_encode_words_uses_the_whole_sentence_encoder() -> None:
     tokens = words_to_batch(sentences, WORDS, CHARS)
     with torch.no_grad():
         got = model.encode_words(sentences)
-        expected = model.head.encoder(model.embedder(tokens), tokens.mask)
+        expected = model.net.head.encoder(model.net.embedder(tokens), tokens.mask)
     assert got.distances.shape == (1, 1, 2, 5)
     torch.testing.assert_close(got.distances, expected.distances)
     assert [d.shape for d in EncoderProbe(model).distances(sentences)] == [(1, 1, 5), (1, 1, 2)]

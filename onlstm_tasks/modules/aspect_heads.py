@@ -1,12 +1,13 @@
 """Aspect-sentiment heads: (embedded sentence, aspect span) -> a fixed-size representation.
 
-Every head follows one signature, ``forward(x [B,T,D], mask [B,T] bool, aspect_mask [B,T] bool) -> [B, output_size]``,
-takes its input size first (so configs never type it) and builds its encoders from any ``SequenceEncoder``
-factory (ON-LSTM by default; LSTM/GRU by swapping ``class_path``). ``aspect_mask`` marks the aspect's tokens, a
-contiguous run inside the real tokens.
+Every head follows one signature, ``forward(x [B,T,D], mask [B,T] bool, aspect_mask [B,T] bool, heads=None) ->
+[B, output_size]``, takes its input size first (so configs never type it) and builds its encoders from any
+``SequenceEncoder`` factory (ON-LSTM by default; LSTM/GRU by swapping ``class_path``). ``aspect_mask`` marks the
+aspect's tokens, a contiguous run inside the real tokens; ``heads`` is the batch's tree (``[B, T]``, 0-based, or
+None), which only a head that reads a tree uses (:class:`~onlstm_tasks.modules.tree_aspect_head.TreeAwareAspectHead`).
 
-Heads that read a dependency tree subclass :class:`TreeAspectHead`: ``forward(x, mask, aspect_mask, heads=None)``
-with the batch's gold heads (``[B, T]``, 0-based, or None); the classifier passes them to such heads only.
+:meth:`AspectHead.features` also returns the output of the head's encoder over the whole sentence, where it has one
+(the pooling and tree-aware heads): the classifier reads the induced trees from it without a second pass.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import EncoderFactory, lengths_to_mask, reverse_padded
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, lengths_to_mask, reverse_padded
 from onlstm_tasks.encoders.defaults import ASPECT_HEAD, default_encoder
 
 DEFAULT_ENCODER = default_encoder(**ASPECT_HEAD)  # every head's: a unidirectional ON-LSTM, hidden 300, chunk 10
@@ -42,18 +43,16 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class AspectHead(nn.Module):
-    """Base class: subclasses set ``output_size``."""
+    """Base class: subclasses set ``output_size`` and define ``forward(x, mask, aspect_mask, heads=None)``; a head
+    with an encoder over the whole sentence alone overrides :meth:`features` instead."""
 
     output_size: int
 
-
-class TreeAspectHead(AspectHead):
-    """An aspect head that may read a dependency tree: ``forward(x, mask, aspect_mask, heads=None)``, ``heads``
-    the batch's gold heads ``[B, T]`` (0-based, root and padding pointing to themselves) or None."""
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
-                heads: torch.Tensor | None = None) -> torch.Tensor:  # pragma: no cover
-        raise NotImplementedError
+    def features(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, EncoderOutput | None]:
+        """The head's representation [B, output_size] and its whole-sentence encoder's output (None here: the
+        heads that have one say so)."""
+        return self(x, mask, aspect_mask, heads), None
 
 
 class TargetDependentHead(AspectHead):
@@ -75,7 +74,8 @@ class TargetDependentHead(AspectHead):
     def inputs(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
         return x
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                heads: torch.Tensor | None = None) -> torch.Tensor:
         x = self.inputs(x, mask, aspect_mask)
         lengths = mask.sum(1)
         start, end = aspect_bounds(aspect_mask)
@@ -125,7 +125,8 @@ class AspectAttentionHead(AspectHead):
         scores = self.score(m).squeeze(-1).masked_fill(~mask, float("-inf"))
         return states, torch.softmax(scores, dim=-1)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                heads: torch.Tensor | None = None) -> torch.Tensor:
         states, alpha = self._run(x, mask, aspect_mask)
         attended = torch.bmm(alpha.unsqueeze(1), states).squeeze(1)
         last = state_at(states, mask.sum(1) - 1)
@@ -144,14 +145,17 @@ class AspectPoolingHead(AspectHead):
         self.pooling = pooling
         self.output_size = self.encoder.output_size
 
-    def states(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x, mask).hidden
-
     def pool(self, states: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
         """states [B,T,H] -> [B,H], pooled over the aspect's positions."""
         if self.pooling == "mean":
             return masked_mean(states, aspect_mask)
         return states.masked_fill(~aspect_mask.unsqueeze(-1), float("-inf")).max(dim=1).values
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:
-        return self.pool(self.states(x, mask), aspect_mask)
+    def features(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, EncoderOutput]:
+        encoded = self.encoder(x, mask)
+        return self.pool(encoded.hidden, aspect_mask), encoded
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                heads: torch.Tensor | None = None) -> torch.Tensor:
+        return self.features(x, mask, aspect_mask, heads)[0]

@@ -8,16 +8,16 @@ from typing import Literal
 
 import torch
 
-from onlstm_tasks.encoders.base import EncoderFactory, encode
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, encode
 from onlstm_tasks.interaction import GCNInteraction, Interaction
-from onlstm_tasks.modules.aspect_heads import AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.modules.aspect_heads import AspectPoolingHead
 from onlstm_tasks.trees.heads import hop_distances
 from onlstm_tasks.trees.source import TreeSource
 
 InteractionFactory = Callable[[int], Interaction]
 
 
-class TreeAwareAspectHead(AspectPoolingHead, TreeAspectHead):
+class TreeAwareAspectHead(AspectPoolingHead):
     """Encoder -> position weights -> interaction over the tree -> pooling over the aspect's positions.
 
     1. ``states = encoder(x)`` (any encoder; a :class:`~onlstm_tasks.encoders.base.TreeEncoder` also gets the gold
@@ -58,14 +58,14 @@ class TreeAwareAspectHead(AspectPoolingHead, TreeAspectHead):
         self.position_weighting = position_weighting
         self.output_size = self.interaction.output_size
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
-                heads: torch.Tensor | None = None) -> torch.Tensor:
+    def features(self, x: torch.Tensor, mask: torch.Tensor, aspect_mask: torch.Tensor,
+                 heads: torch.Tensor | None = None) -> tuple[torch.Tensor, EncoderOutput]:
         encoded = encode(self.encoder, x, mask, heads)
         tree = self.tree_source.tree(mask, gold=heads, encoded=encoded, encoder=self.encoder)
         states = encoded.hidden
         if self.position_weighting:
             states = states * self.position_weights(tree, mask, aspect_mask).unsqueeze(-1).to(states.dtype)
-        return self.pool(self.interaction.over_tree(states, tree, mask), aspect_mask)
+        return self.pool(self.interaction.over_tree(states, tree, mask), aspect_mask), encoded
 
     @staticmethod
     def position_weights(tree: torch.Tensor | None, mask: torch.Tensor, aspect_mask: torch.Tensor) -> torch.Tensor:

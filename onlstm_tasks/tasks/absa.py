@@ -16,8 +16,9 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from onlstm_tasks.classification_report import format_report
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.encoders.base import SequenceEncoder, encode
-from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead, TreeAspectHead
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.modules.aspect_classifier import AspectClassifier
+from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
 from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.lm_trees import attach_lm_trees
@@ -72,11 +73,10 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.labels = list(labels)
-        self.embedder = (embedder or default_embedder)(word_vocab, char_vocab)
-        self.head = (head or AspectPoolingHead)(self.embedder.output_size)
-        self.dropout = nn.Dropout(dropout)
-        self.classify = nn.Linear(self.head.output_size, len(labels))
-        self.tree_lm = attach_lm_trees(self.head, lm_trees)  # tree_source lm: the frozen language model
+        embedder = (embedder or default_embedder)(word_vocab, char_vocab)
+        self.net = AspectClassifier(embedder, (head or AspectPoolingHead)(embedder.output_size), len(labels),
+                                    dropout=dropout)
+        self.tree_lm = attach_lm_trees(self.net.head, lm_trees)  # tree_source lm: the frozen language model
         if self.tree_lm is not None:
             self.hparams["lm_trees"] = self.tree_lm.config_json()  # the checkpoint rebuilds it without the file
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
@@ -88,43 +88,41 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
                                  ("macro_f1", MulticlassF1Score(n, average="macro")))
         })
         self.test_confusion = MulticlassConfusionMatrix(n)
+        self.register_load_state_dict_pre_hook(_weights_under_net)  # checkpoints written before the network moved
 
     # ---- probing (EncodesWords) ---------------------------------------------------------------------------
     def word_embedder(self) -> TokenEmbedder:
-        return self.embedder
+        return self.net.embedder
 
     def sentence_encoder(self) -> SequenceEncoder:
         """``head.encoder`` when it reads the embedded sentence alone; TD/TC heads (left/right context encoders)
         and the attention head (whose encoder reads [word; aspect] vectors) have no such encoder."""
-        encoder = getattr(self.head, "encoder", None)
-        if not isinstance(encoder, SequenceEncoder) or encoder.input_size != self.embedder.output_size:
+        encoder = getattr(self.net.head, "encoder", None)
+        if not isinstance(encoder, SequenceEncoder) or encoder.input_size != self.net.embedder.output_size:
             why = ("its encoder reads [word; aspect] vectors" if isinstance(encoder, SequenceEncoder) else
                    "it has no `encoder` attribute (e.g. TD/TC heads encode the left and right contexts separately)")
-            raise ValueError(f"{type(self.head).__name__} has no encoder over the whole sentence alone ({why}); "
+            raise ValueError(f"{type(self.net.head).__name__} has no encoder over the whole sentence alone ({why}); "
                              f"encode_words needs a head such as AspectPoolingHead")
         return encoder
 
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.hparams.pretrained_lm:  # before Lightning restores any checkpoint
-            init_from_language_model(self.hparams.pretrained_lm, self.embedder, self._lm_targets(),
+            init_from_language_model(self.hparams.pretrained_lm, self.net.embedder, self._lm_targets(),
                                      self.hparams.word_vocab)
 
     def _lm_targets(self) -> list[tuple[nn.Module, str | None]]:
         """The head's encoders a language model starts: TD/TC's left and right context encoders read towards the
         aspect like a forward and a backward language model; other heads' whole-sentence encoder."""
-        if isinstance(getattr(self.head, "left", None), SequenceEncoder):
-            return [(self.head.left, "forward"), (self.head.right, "backward")]
+        head = self.net.head
+        if isinstance(getattr(head, "left", None), SequenceEncoder):
+            return [(head.left, "forward"), (head.right, "backward")]
         return [(self.sentence_encoder(), None)]
 
     def forward(self, batch) -> torch.Tensor:
         """Class logits [B, C]."""
-        x = self.embedder(batch.tokens)
-        if isinstance(self.head, TreeAspectHead):  # tree-aware heads also get the batch's gold (or the LM's) heads
-            features = self.head(x, batch.tokens.mask, batch.aspect_mask, heads=self.tree_heads(batch))
-        else:
-            features = self.head(x, batch.tokens.mask, batch.aspect_mask)
-        return self.classify(self.dropout(features))
+        return self.net(batch.tokens, batch.aspect_mask, self.tree_heads(batch)).logits
 
+    # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
         loss = F.cross_entropy(self(batch), batch.labels)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
@@ -161,8 +159,9 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         """Per example: the aspect (tokens and token span), the polarity and class probabilities, and the tree the
         sentence encoder induces (``tree``, ``heads``) when the head has one over the whole sentence and it is an
         ON-LSTM (the JSONL writer adds the aspect term and character span from the input)."""
-        probabilities = torch.softmax(self(batch), dim=-1)
-        trees = self._induced_trees(batch)
+        logits, encoded = self.net(batch.tokens, batch.aspect_mask, self.tree_heads(batch))
+        probabilities = torch.softmax(logits, dim=-1)
+        trees = self._induced_trees(batch, encoded)
         rows = []
         for row, index in enumerate(batch.index):
             p = probabilities[row]
@@ -174,20 +173,17 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
                          **trees[row]})
         return rows
 
-    def _induced_trees(self, batch) -> list[dict]:
-        """Tree fields per row (:func:`induced_tree_fields`), read as the head's own ``tree_source`` would read
-        them (its ``distance_layer`` and ``direction_combination``); empty dicts for heads without an encoder over
-        the sentence alone (TD/TC, attention) or encoders without distances."""
+    def _induced_trees(self, batch, encoded: EncoderOutput | None) -> list[dict]:
+        """Tree fields per row (:func:`induced_tree_fields`) from the head's pass over the whole sentence
+        (``encoded``), read as the head's own ``tree_source`` would read them (its ``distance_layer`` and
+        ``direction_combination``); empty dicts for heads without such an encoder (TD/TC, attention) or encoders
+        without distances."""
         if self.tree_lm is not None:  # tree_source lm: the language model's trees, those the head read
             return self.tree_lm.tree_fields(batch.tokens.words, batch.tokens.mask)
-        try:
-            encoder = self.sentence_encoder()
-        except ValueError:
+        if encoded is None:
             return [{} for _ in batch.index]
-        source = getattr(self.head, "tree_source", TreeSource())
-        mask = batch.tokens.mask
-        encoded = encode(encoder, self.embedder(batch.tokens), mask, self.tree_heads(batch))
-        return induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
+        source = getattr(self.net.head, "tree_source", TreeSource())
+        return induced_tree_fields(encoded, batch.tokens.mask, batch.tokens.words, source.distance_layer,
                                    source.direction_combination, gate=source.distance_gate)
 
     def tree_heads(self, batch) -> torch.Tensor | None:
@@ -200,6 +196,16 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
     def configure_optimizers(self):
         trainable = [p for p in self.parameters() if p.requires_grad]  # not the frozen language model's
         return optimizers_config(trainable, self.optimizer_factory, self.scheduler_factory, "val_accuracy")
+
+
+def _weights_under_net(module, state_dict, prefix, *args) -> None:
+    """Moves the weights of a checkpoint written before the network moved into ``net`` (``embedder.*``,
+    ``head.*``, ``classify.*`` at the top) to their place under ``net.``."""
+    for key in [k for k in state_dict if k.startswith(tuple(f"{prefix}{part}." for part in OLD_TOP))]:
+        state_dict[f"{prefix}net.{key[len(prefix):]}"] = state_dict.pop(key)
+
+
+OLD_TOP = ("embedder", "head", "classify")
 
 
 def default_embedder(word_vocab: Sequence[str], char_vocab: Sequence[str]) -> TokenEmbedder:
