@@ -13,6 +13,7 @@ from . import __version__
 from .errors import debug_requested, find_user_error, report_user_error
 from .known_warnings import quiet_known_warnings
 from .package_logs import drop_held_logs, release_held_logs, show_package_logs
+from .task_registry import TASKS
 
 # the subcommands with what each does here (``onlstm-tasks SUBCOMMAND --help`` lists its options)
 SUBCOMMANDS = {
@@ -32,6 +33,9 @@ overridden on the command line (--model.init_args.encoder.init_args.hidden_size 
 subcommands:
 {subcommands}
 
+tasks (the model of a config: --model.class_path):
+{tasks}
+
 options:
   -h, --help     show this help and exit (SUBCOMMAND --help --config X.yaml: the options of that config's
                  model, encoder and data, with their values and docs; SUBCOMMAND --help-trainer: Lightning's)
@@ -47,7 +51,9 @@ examples:
 
 def help_text() -> str:
     width = max(map(len, SUBCOMMANDS))
-    return HELP.format(subcommands="\n".join(f"  {name:<{width}}  {text}" for name, text in SUBCOMMANDS.items()))
+    tasks = "\n".join(f"  {task.model}\n      {task.summary}" for task in TASKS.values())
+    return HELP.format(subcommands="\n".join(f"  {name:<{width}}  {text}" for name, text in SUBCOMMANDS.items()),
+                       tasks=tasks)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -24,16 +24,13 @@ from .config_messages import short_parser_message, short_union_message
 from .data.checkpoint_file import read_checkpoint_file
 from .errors import ConfigError, find_user_error
 from .package_logs import release_held_logs
+from .task_registry import task_named
 from .tasks.loading import task_model_class
 
 log = logging.getLogger(__name__)
 
 # DATA_FACTS (config_help): model hyper-parameters that are facts of the data, linked from the data module (which
 # reads them from the checkpoint for validate/test/predict), so never re-parsed from a checkpoint
-# what each task model trains, for the error of a checkpoint given to another task's config
-# what a checkpoint of each task model is called in messages ("<path> is an aspect-sentiment checkpoint")
-TASK_NAMES = {"NERTagger": "NER", "AspectSentimentClassifier": "aspect-sentiment", "LanguageModel": "language-model"}
-TASK_ARTICLES = {"NER": "an", "aspect-sentiment": "an", "language-model": "a"}
 SUBCOMMAND_STAGES = {"fit": "fit", "validate": "validate", "test": "test", "predict": "predict"}
 
 
@@ -167,11 +164,10 @@ class TasksCLI(LightningCLI):
             saved = task_model_class(hparams)
         except ValueError as err:
             raise ConfigError(f"{ckpt_path}: {err}") from None
-        wanted = configured.rsplit(".", 1)[-1]
-        if saved.__name__ != wanted and wanted in TASK_NAMES:
-            kind = TASK_NAMES.get(saved.__name__, saved.__name__)
-            raise ConfigError(f"{ckpt_path} is {TASK_ARTICLES.get(kind, 'a')} {kind} checkpoint; this config trains "
-                              f"{TASK_NAMES[wanted]} models (give a checkpoint of {wanted}, or the config "
+        wanted, kind = task_named(configured.rsplit(".", 1)[-1]), task_named(saved.__name__)
+        if wanted is not None and kind is not None and kind != wanted:
+            raise ConfigError(f"{ckpt_path} is {kind.article} {kind.name} checkpoint; this config trains "
+                              f"{wanted.name} models (give a checkpoint of {wanted.class_name}, or the config "
                               f"the checkpoint was trained with)")
 
     def instantiate_trainer(self, **kwargs):

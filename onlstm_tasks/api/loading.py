@@ -7,14 +7,10 @@ from pathlib import Path
 import torch
 from huggingface_hub import snapshot_download
 
-from onlstm_tasks.api.predictors import AspectClassifier, LanguageModelPredictor, Predictor, Tagger
-from onlstm_tasks.tasks.absa import AspectSentimentClassifier
-from onlstm_tasks.tasks.language_model import LanguageModel
+from onlstm_tasks.api.predictors import Predictor
+from onlstm_tasks.task_registry import TASKS, import_class
 from onlstm_tasks.tasks.loading import load_for_export, load_pretrained
-from onlstm_tasks.tasks.ner import NERTagger
 
-PREDICTORS: dict[type, type[Predictor]] = {NERTagger: Tagger, AspectSentimentClassifier: AspectClassifier,
-                                           LanguageModel: LanguageModelPredictor}
 
 
 def load(source: str | Path, device: str | torch.device = "cpu", revision: str | None = None) -> Predictor:
@@ -39,7 +35,8 @@ def load(source: str | Path, device: str | torch.device = "cpu", revision: str |
 
 def predictor_for(model) -> Predictor:
     """The predictor of a task model (its data-module settings from ``model.pretrained_info``, when loaded)."""
-    for cls, predictor in PREDICTORS.items():
-        if isinstance(model, cls):
-            return predictor(model, (model.pretrained_info or {}).get("data"))
-    raise TypeError(f"no predictor for {type(model).__name__}; expected one of {[c.__name__ for c in PREDICTORS]}")
+    for task in TASKS.values():  # the registered tasks (onlstm_tasks.task_registry)
+        if isinstance(model, import_class(task.model)):
+            return import_class(task.predictor)(model, (model.pretrained_info or {}).get("data"))
+    raise TypeError(f"no predictor for {type(model).__name__}; expected a model of one of "
+                    f"{[task.class_name for task in TASKS.values()]}")

@@ -11,6 +11,7 @@ import lightning.pytorch as pl
 import torch
 
 from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.task_registry import TASKS, import_class
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.hub import (
     DATA_FACTS,
@@ -24,20 +25,15 @@ from onlstm_tasks.tasks.ner import NERTagger
 
 log = logging.getLogger(__name__)
 
-TASK_MODELS: dict[str, type[pl.LightningModule]] = {
-    f"{cls.__module__}.{cls.__name__}": cls for cls in (NERTagger, AspectSentimentClassifier, LanguageModel)
-}
-
-
 def task_model_class(hparams: dict) -> type[pl.LightningModule]:
-    """The class a checkpoint's hyper-parameters belong to: their ``_class_path`` (written by LightningCLI), else
-    guessed from the constructor arguments (``head`` -> aspect sentiment, ``embedding_dim`` -> language model,
+    """The class a checkpoint's hyper-parameters belong to: their ``_class_path`` (written by LightningCLI; one of
+    :data:`~onlstm_tasks.task_registry.TASKS`), else guessed from the constructor arguments of a checkpoint
+    written before LightningCLI saved it (``head`` -> aspect sentiment, ``embedding_dim`` -> language model,
     ``encoder`` -> NER)."""
     class_path = hparams.get("_class_path")
     if class_path is not None:
-        if class_path not in TASK_MODELS:
-            raise ValueError(f"unknown model class {class_path!r}: expected one of {sorted(TASK_MODELS)}")
-        return TASK_MODELS[class_path]
+        return task_class(class_path, ValueError(f"unknown model class {class_path!r}: expected one of "
+                                                 f"{sorted(TASKS)}"))
     if "head" in hparams:
         return AspectSentimentClassifier
     if "embedding_dim" in hparams:
@@ -45,7 +41,15 @@ def task_model_class(hparams: dict) -> type[pl.LightningModule]:
     if "encoder" in hparams:
         return NERTagger
     raise ValueError(f"cannot tell the model class from the hyper-parameters {sorted(hparams)}; expected a "
-                     f"checkpoint of one of {sorted(TASK_MODELS)}")
+                     f"checkpoint of one of {sorted(TASKS)}")
+
+
+def task_class(class_path: str, unknown: Exception) -> type[pl.LightningModule]:
+    """The LightningModule of a registered task (:data:`~onlstm_tasks.task_registry.TASKS`); ``unknown`` is raised
+    for any other class path (nothing of it is imported)."""
+    if class_path not in TASKS:
+        raise unknown
+    return import_class(class_path)
 
 
 def read_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
@@ -69,12 +73,11 @@ def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.Lightni
 
 def load_pretrained(folder: str | Path, map_location: str | torch.device = "cpu") -> pl.LightningModule:
     """The task model of a local ``save_pretrained`` folder, whatever its class (read from ``config.json``, which
-    must name one of :data:`TASK_MODELS`; nothing is unpickled)."""
+    must name a registered task's model; nothing is unpickled)."""
     class_path = read_pretrained_config(folder)["class_path"]
-    if class_path not in TASK_MODELS:
-        raise PretrainedFormatError(f"{Path(folder) / 'config.json'}: unknown model class {class_path!r}; expected "
-                                    f"one of {sorted(TASK_MODELS)}")
-    return TASK_MODELS[class_path].load_pretrained_folder(folder, map_location)
+    cls = task_class(class_path, PretrainedFormatError(f"{Path(folder) / 'config.json'}: unknown model class "
+                                                       f"{class_path!r}; expected one of {sorted(TASKS)}"))
+    return cls.load_pretrained_folder(folder, map_location)
 
 
 def run_facts(checkpoint: dict, path: str | Path) -> dict[str, Any]:

@@ -8,11 +8,8 @@ from typing import Any
 import yaml
 from huggingface_hub import ModelCard, ModelCardData
 
-TASKS = {  # class name -> (task, Hub pipeline tag)
-    "NERTagger": ("named-entity recognition (CRF tagger)", "token-classification"),
-    "AspectSentimentClassifier": ("aspect-level sentiment classification", "text-classification"),
-    "LanguageModel": ("word-level language modelling (trees induced from ON-LSTM distances)", "text-generation"),
-}
+from onlstm_tasks.task_registry import task_named
+
 
 TEMPLATE = """---
 {{ card_data }}
@@ -84,7 +81,8 @@ def model_card(config: dict[str, Any], card_data: ModelCardData, **kwargs: Any) 
     """The card of a folder whose ``config.json`` is ``config``; ``card_data`` carries the licence, library and
     tags set on the mixin (a ``license`` keyword overrides it)."""
     name = config["class_path"].rsplit(".", 1)[-1]
-    task, pipeline = TASKS.get(name, (name, None))
+    registered = task_named(name)  # the task's card line and Hub pipeline tag (onlstm_tasks.task_registry)
+    task, pipeline = (registered.card, registered.pipeline_tag) if registered else (name, None)
     data = ModelCardData(**{**card_data.to_dict(), "pipeline_tag": pipeline,
                             **({"license": kwargs["license"]} if kwargs.get("license") else {})})
     run = config.get("run") or {}
