@@ -49,3 +49,24 @@ def pytest_runtest_makereport(item, call):
     if REQUIRE_CUDA and report.skipped and item.get_closest_marker("cuda") is not None:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid}: needs a GPU, which ONLSTM_REQUIRE_CUDA=1 makes required: {report.longrepr}"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a module's tiny models (``pytestmark = pytest.mark.usefixtures("one_thread")``) or
+    one test: on 2 shared cores a second thread only adds synchronisation (and pytorch-crf's max-with-indices, an
+    OpenMP region, stalls for milliseconds when another process holds a core)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def plain_argv(monkeypatch):
+    """``sys.argv`` of a bare ``onlstm-tasks``: LightningCLI reads it, and pytest's own arguments are not the CLI's."""
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])

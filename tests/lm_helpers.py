@@ -86,3 +86,15 @@ def fit_tiny_bidirectional_lm(folder: Path, train: int, max_epochs: int, seed: i
                             limit_train_batches=1.0)
     main(["fit", "--config", str(config), "--seed_everything", str(seed)])
     return folder / "ckpt" / "best.ckpt"
+
+
+# a tiny vocabulary of the toy sentences, for models built in Python
+WORDS = ["<pad>", "<unk>", "the", "cat", "saw", "a", "dog", "."]
+CHARS = ["<pad>", "<unk>", *"thecasdog."]
+
+
+def toy_sentences(n: int, seed: int = 3) -> list[list[str]]:
+    rng = random.Random(seed)
+    sentences = [toy_sentence(rng).split() for _ in range(n)]
+    sentences[0] = ["the", "Zebra", "saw", "42", "unknownword", "."]  # unknown words and digits too
+    return sentences

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from test_ontonotes_reader import hub_dataset, sentence
+from helpers.ontonotes_rows import hub_dataset, sentence
 
 from onlstm_tasks.data.absa import AspectSentimentDataModule
 from onlstm_tasks.data.gold_trees import model_reads_gold_trees

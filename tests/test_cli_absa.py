@@ -1,7 +1,6 @@
 """Aspect sentiment through the CLI: fit/test/predict, DDP metrics, and the shared laptops kit in two formats."""
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -36,9 +35,7 @@ def report_rows(report: str) -> dict[str, list[float]]:
     return rows
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 @pytest.mark.slow

@@ -14,12 +14,7 @@ from onlstm_tasks.cli import main
 from onlstm_tasks.lightning_cli import DATA_FACTS
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)
 
 
 def test_checkpoint_hyper_parameters_are_parsed_without_the_data_facts(tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 
 import json
 import signal
-import sys
 
 import pytest
 import torch
@@ -12,9 +11,7 @@ from onlstm_tasks.cli import main
 from shared_data import SHARED_DATA, requires_shared_data
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 def token_offsets(text: str, tokens: list[str]) -> list[tuple[int, int]]:

@@ -5,29 +5,13 @@ import pytest
 import torch
 import torchcrf
 
+from helpers.tags import valid_sequence
+
 from onlstm_tasks.modules import CRF
 
 IOB2 = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 IOBES = ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
 IOBES2 = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC"]
-
-
-def valid_sequence(scheme, tags):
-    """Span-reader oracle (same as in test_transitions; independent of the transition tables)."""
-    inside = None
-    for tag in tags:
-        prefix, _, entity = tag.partition("-")
-        if scheme == "iob2":
-            if prefix == "I" and inside != entity:
-                return False
-            inside = None if prefix == "O" else entity
-        else:
-            if prefix in ("I", "E") and inside != entity:
-                return False
-            if prefix in ("O", "B", "S") and inside is not None:
-                return False
-            inside = entity if prefix in ("B", "I") else None
-    return scheme == "iob2" or inside is None
 
 
 def path_score(crf, emissions, tags):
@@ -37,16 +21,6 @@ def path_score(crf, emissions, tags):
     for t in range(1, len(tags)):
         score = score + p.transitions[tags[t - 1], tags[t]] + emissions[t, tags[t]]
     return score + p.end_transitions[tags[-1]]
-
-
-@pytest.fixture
-def one_thread():
-    """pytorch-crf's max-with-indices runs as an OpenMP region that stalls for milliseconds when another process
-    holds a core; one intra-op thread keeps these comparisons fast on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def random_crf(num_tags, labels=None, scheme=None, scale=1.0, seed=0):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from cli_helpers import tiny_ner_config
+from helpers.tree_data import EMBEDDER, TREES, tree_data
 from jsonargparse import ArgumentParser
 from model_invariants import (
     assert_batched_equals_single,
@@ -22,7 +22,6 @@ from model_invariants import (
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.ner import NERDataModule, split_long
 from onlstm_tasks.data.readers import read_conllx
-from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, DependencyGuidedEncoder, EncoderOutput, TreeEncoder
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.interaction import ConcatInteraction, GCNInteraction, MLPInteraction, SelfInteraction
@@ -33,7 +32,6 @@ from onlstm_tasks.trees.induce import distances_to_heads, heads_tensor
 
 torch.set_num_threads(1)
 
-TREES = Path(__file__).resolve().parent / "fixtures" / "ner" / "trees"
 D = 6
 STAGE = functools.partial(ONLSTM, hidden_size=8, chunk_size=2, bidirectional=True)
 LENGTHS = torch.tensor([7, 5, 2, 1])
@@ -163,13 +161,6 @@ def test_soft_heads_carry_the_loss_gradient_to_the_distances(induced_heads):
 # ---- gold heads in NER batches ----------------------------------------------------------------------------
 
 
-def tree_data(**options) -> NERDataModule:
-    dm = NERDataModule(path=str(TREES), data_dir=None, revision=None, format="conllx", batch_size=3,
-                       eval_batch_size=3, **options)
-    dm.setup("fit")
-    return dm
-
-
 def test_gold_heads_flow_from_conllx_into_batches():
     dm = tree_data()
     examples = dm.examples("validation")
@@ -199,9 +190,6 @@ def test_long_sentences_keep_their_heads_cut_to_each_piece():
 
 
 # ---- NERTagger with the dependency-guided encoder ---------------------------------------------------------
-
-EMBEDDER = functools.partial(WordCharEmbedder, word_dim=8, char_dim=4, char_features=4, dropout=0.0)
-
 
 def encoder_from_yaml(interaction: str, tree_source: str = "gold", **options) -> EncoderFactory:
     parser = ArgumentParser()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from functools import partial
 
 import json
@@ -28,17 +27,7 @@ from onlstm_tasks.tasks.ner import NERTagger
 from shared_data import SHARED_DATA, requires_shared_data
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()  # tiny models: a second thread only adds synchronisation
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread", "plain_argv")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

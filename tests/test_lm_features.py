@@ -5,7 +5,6 @@ own features (``NERTagger(lm_features=...)``). The language model is a tiny bidi
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
 import torch
@@ -18,9 +17,7 @@ from onlstm_tasks.tasks.lm_features import LanguageModelFeatures, WithLanguageMo
 from onlstm_tasks.tasks.ner import NERTagger
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

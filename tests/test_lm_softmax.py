@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from functools import partial
 
 import pytest
@@ -23,9 +22,7 @@ from onlstm_tasks.tasks.language_model import LanguageModel
 from onlstm_tasks.tasks.loading import load_task_model
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from cli_helpers import tiny_ner_config
-from lm_helpers import fit_tiny_bidirectional_lm
+from lm_helpers import CHARS, WORDS, fit_tiny_bidirectional_lm, toy_sentences
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.features import words_to_batch
 from onlstm_tasks.encoders import ONLSTM, DependencyGuidedEncoder
@@ -30,12 +30,13 @@ from onlstm_tasks.tasks.ner import NERTagger
 from onlstm_tasks.trees.ensemble import ensemble_distances, parse_readings
 from onlstm_tasks.trees.induce import heads_tensor
 from onlstm_tasks.trees.source import TreeSource
-from test_lm_tree_source import CHARS, WORDS, _one_thread, _plain_argv, toy_sentences  # noqa: F401 (autouse fixtures)
 
 @pytest.fixture(scope="module")
 def lm_paths(tmp_path_factory):
     """Two tiny bidirectional 2-layer ON-LSTM language models of different seeds."""
     return [fit_tiny_bidirectional_lm(tmp_path_factory.mktemp(f"lm{seed}"), 120, 2, seed=seed) for seed in (1, 2)]
+
+pytestmark = pytest.mark.usefixtures("one_thread", "plain_argv")  # (conftest.py)
 
 
 def lm_heads(trees: LanguageModelTrees, sentences) -> list[list[int]]:

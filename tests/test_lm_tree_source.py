@@ -8,9 +8,7 @@ eval mode, out of the optimiser), and a task checkpoint must test and predict wi
 from __future__ import annotations
 
 import json
-import random
 import shutil
-import sys
 from functools import partial
 
 import pytest
@@ -18,7 +16,7 @@ import torch
 import yaml
 
 from cli_helpers import tiny_absa_config, tiny_ner_config
-from lm_helpers import fit_tiny_bidirectional_lm, toy_sentence
+from lm_helpers import CHARS, WORDS, fit_tiny_bidirectional_lm, toy_sentences
 from onlstm_tasks import load
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.features import words_to_batch
@@ -36,17 +34,7 @@ from onlstm_tasks.trees.induce import distances_to_heads
 from onlstm_tasks.trees.source import TreeSource
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread", "plain_argv")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +45,6 @@ def lm_path(tmp_path_factory):
 
 def heads_1based(heads: list[int]) -> list[int]:
     return [0 if h == i else h + 1 for i, h in enumerate(heads)]
-
-
-def toy_sentences(n: int, seed: int = 3) -> list[list[str]]:
-    rng = random.Random(seed)
-    sentences = [toy_sentence(rng).split() for _ in range(n)]
-    sentences[0] = ["the", "Zebra", "saw", "42", "unknownword", "."]  # unknown words and digits too
-    return sentences
 
 
 def probe_heads(path, sentences, layer: int, how: str, gate: str = "forget") -> list[list[int]]:
@@ -107,10 +88,6 @@ def test_the_distance_cache_is_bounded_and_evicting_changes_no_tree(lm_path, mon
             torch.testing.assert_close(a, b, rtol=0, atol=1e-6)  # other batches: the same up to rounding
         assert len(trees._cache) <= 4
     assert list(trees._cache) == [tuple(sentences[i]) for i in (8, 0, 1, 9)]  # the newest four, oldest first
-
-
-WORDS = ["<pad>", "<unk>", "the", "cat", "saw", "a", "dog", "."]
-CHARS = ["<pad>", "<unk>", *"thecasdog."]
 
 
 def ner_model(lm_path, encoder_factory) -> NERTagger:

@@ -42,13 +42,7 @@ def build(dm: NERDataModule, encoder: str = "onlstm", seed: int = 0, **options) 
     return NERTagger(dm.word_vocab, dm.char_vocab, dm.labels, encoder=ENCODERS[encoder], **options)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models on 2 shared cores: one intra-op thread is ~10x faster than two fighting other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

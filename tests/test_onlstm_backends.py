@@ -224,7 +224,7 @@ def test_torch_compile_fullgraph_of_the_encoder_equals_eager(backend, bidirectio
 def test_torch_compile_of_a_tagger_training_step_equals_eager():
     """A whole NERTagger training step (embedder, bidirectional ON-LSTM, CRF likelihood, backward) compiled with
     fullgraph=True gives the eager loss and gradients."""
-    from test_dependency_guided import EMBEDDER, tree_data
+    from helpers.tree_data import EMBEDDER, tree_data
 
     from onlstm_tasks.tasks.ner import NERTagger
 

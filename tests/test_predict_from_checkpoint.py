@@ -25,9 +25,7 @@ EMBEDDING = "net.embedder.embed.parts.0.embedding.weight"  # the word rows of Wo
 GLOVE = {"the": [0.25] * 16, "of": [-0.5] * 16, "Results": [float(i) for i in range(16)]}
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 # ------------------------------------------------------------------------------- the vector file is not needed

@@ -5,7 +5,6 @@ one ended by ``max_time`` too (Lightning's Timer asks to stop, which validates).
 from __future__ import annotations
 
 import csv
-import sys
 
 import pytest
 import torch
@@ -18,9 +17,7 @@ EARLY_STOPPING = {"class_path": "lightning.pytorch.callbacks.EarlyStopping",
                   "init_args": {"monitor": "val_ppl", "mode": "min", "patience": 5}}
 
 
-@pytest.fixture(autouse=True)
-def _plain_argv(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["onlstm-tasks"])
+pytestmark = pytest.mark.usefixtures("plain_argv")  # (conftest.py)
 
 
 def lm_run(tmp_path, **trainer):

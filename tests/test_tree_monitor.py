@@ -22,12 +22,7 @@ GOLD = ("(S (NP (DT the) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))\n"
         "(NP (DT the) (NN river)))) (. .))\n")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

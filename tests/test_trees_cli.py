@@ -11,6 +11,8 @@ import torch
 from cli_helpers import tiny_ner_config
 from shared_data import SHARED_DATA, requires_shared_data
 
+from helpers.trees import CONLLX, T1_T2, T3
+
 from onlstm_tasks.cli import main as tasks_main
 from onlstm_tasks.probing.cli import main, read_ptb_gold, score_distances
 from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans
@@ -23,24 +25,11 @@ from onlstm_tasks.trees.metrics import UF1Accumulator, baseline_uf1, gold_spans
 #   T3 "John runs": no gold span and no predicted span -> F1 1 for both
 # sentence UF1: right (0.75 + 1 + 1) / 3 = 91.67, left (0.25 + 0 + 1) / 3 = 41.67
 # corpus UF1:   right 5 matched of 6 predicted, 6 gold = 83.33;  left 1 of 6, 6 = 16.67
-T1_T2 = """\
-( (S (NP-SBJ (DT The) (NN cat))
-     (VP (VBD sat)
-         (PP-LOC (IN on) (NP (DT the) (NN mat))))
-     (. .)) )
-(TOP (S (NP-SBJ-1 (PRP He)) (VP (VBD tried) (S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB leave))))) (. .)))
-"""
-T3 = "(S (NP (NNP John)) (VP (VBZ runs)) (. .))\n"
 LINE = re.compile(r"^(?P<label>.+?)\s+sentence UF1\s+(?P<sentence>[\d.]+)\s+corpus UF1\s+(?P<corpus>[\d.]+)\s+"
                   r"\((?P<n>\d+) sentences\)$")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +169,6 @@ def test_ontonotes_right_branching_baseline(capsys) -> None:
 
 
 def test_eval_conllx_checkpoint_prints_uas_per_layer_and_combination(capsys, checkpoint, tmp_path) -> None:
-    from test_trees_uas import CONLLX
 
     gold = tmp_path / "gold.conllx"
     gold.write_text(CONLLX)

@@ -19,7 +19,7 @@ from onlstm_tasks.trees.ensemble import (
 )
 from onlstm_tasks.probing.cli import main
 from onlstm_tasks.trees.induce import distances_to_tree
-from test_trees_cli import T1_T2, T3  # the hand-scored gold trees
+from helpers.trees import T1_T2, T3  # the hand-scored gold trees
 
 CKPT = Path(__file__).parent / "fixtures" / "pre_move_checkpoints" / "ner_onlstm.ckpt"  # a bidirectional ON-LSTM
 

@@ -30,12 +30,7 @@ SENTENCES = [["Peter", "lives", "in", "Berlin", "."], ["Hi"], ["The", "2", "club
              ["Unseenword", "here"]]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import re
 import pytest
 import torch
 
+from helpers.trees import CONLLX
+
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.probing.cli import main, read_conll_dependencies, score_heads
 from onlstm_tasks.trees.induce import distances_to_heads
@@ -19,17 +21,6 @@ from onlstm_tasks.trees.metrics import UASAccumulator, attachment_counts, chain_
 #    left-chain  0 1: Dogs (0 vs 2) no, bark (1 vs 0) no                               -> 0 of 2
 #    right-chain 2 0: both right                                                       -> 2 of 2
 # corpus UAS: left 0 / 5 = 0, right 4 / 5 = 80; sentence UAS: left 0, right (2/3 + 1) / 2 = 83.33
-CONLLX = """\
-# sent_id = s1
-1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\tO
-2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\tO
-3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\t_\tO
-4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\tO
-
-1-2\tDogs'\t_\t_\t_\t_\t_\t_\t_\t_\tO
-1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\tO
-2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\tO
-"""
 LINE = re.compile(r"^(?P<label>.+?)\s+sentence UAS\s+(?P<sentence>[\d.]+)\s+corpus UAS\s+(?P<corpus>[\d.]+)\s+"
                   r"\((?P<n>\d+) sentences, (?P<tokens>\d+) scored tokens\)$")
 
