@@ -1,5 +1,5 @@
-"""Start-up time of the ``onlstm-tasks`` command: wall seconds of ``--help``, ``fit --help`` and a ``predict`` of one
-sentence, beside the floor set by importing Lightning alone, each the median of ``--repeats`` fresh processes.
+"""Start-up time of the ``onlstm-tasks`` command: wall seconds of ``--help``, ``fit --help`` (with a config, and
+Lightning's ``--help-trainer``) and a ``predict`` of one sentence, beside the floor set by importing Lightning alone, each the median of ``--repeats`` fresh processes.
 
     python scripts/benchmark_startup.py                       # this checkout
     git worktree add ../onlstm-before beca96a                 # another checkout of the project
@@ -63,6 +63,9 @@ def main() -> None:
             "python -c 'import lightning.pytorch.cli' (the floor)": [sys.executable, "-c", "import lightning.pytorch.cli"],
             "onlstm-tasks --help": [*cli, "--help"],
             "onlstm-tasks fit --help": [*cli, "fit", "--help"],
+            "onlstm-tasks fit --help --config configs/quickstart.yaml": [*cli, "fit", "--help", "--config",
+                                                                          "configs/quickstart.yaml"],
+            "onlstm-tasks fit --help-trainer (Lightning's)": [*cli, "fit", "--help-trainer"],
             "onlstm-tasks predict (one sentence)": [
                 *cli, "predict", "--config", "configs/quickstart.yaml", "--ckpt_path", str(ckpt),
                 "--data.init_args.path", "null", "--data.init_args.predict_file", str(sentence),
