@@ -1,5 +1,6 @@
 """Start-up time of the ``onlstm-tasks`` command: wall seconds of ``--help``, ``fit --help`` (with a config, and
-Lightning's ``--help-trainer``) and a ``predict`` of one sentence, beside the floor set by importing Lightning alone, each the median of ``--repeats`` fresh processes.
+Lightning's ``--help-trainer``) and a ``predict`` of one sentence, beside the floor set by importing Lightning alone,
+each the median of ``--repeats`` fresh processes.
 
     python scripts/benchmark_startup.py                       # this checkout
     git worktree add ../onlstm-before beca96a                 # another checkout of the project
