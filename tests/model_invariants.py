@@ -138,3 +138,13 @@ def assert_checkpoint_round_trip(
     with torch.no_grad():
         assert_outputs_equal(outputs(loaded), outputs(module), "reloaded vs original", atol, rtol)
     return loaded
+
+
+def assert_a_step_lowers_the_loss(model: nn.Module, batch: Any, lr: float = 0.1) -> None:
+    """Every parameter gets a gradient from ``model.training_step(batch, 0)``, and one SGD step lowers that loss."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    loss = model.training_step(batch, 0)
+    assert_gradients_reach_every_parameter(model, loss)
+    optimizer.step()
+    with torch.no_grad():
+        assert model.training_step(batch, 0) < loss

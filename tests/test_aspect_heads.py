@@ -7,6 +7,7 @@ import torch
 import yaml
 from jsonargparse import ArgumentParser
 
+from helpers.aspect_batch import D, LENGTHS, SPANS, aspect_batch
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.modules.aspect_heads import (
     AspectAttentionHead,
@@ -18,7 +19,6 @@ from onlstm_tasks.modules.aspect_heads import (
 from onlstm_tasks.tasks.absa import HeadFactory
 
 torch.set_num_threads(1)
-D = 6
 ENC = functools.partial(ONLSTM, hidden_size=8, chunk_size=2)
 HEADS = {
     "td": lambda: TargetDependentHead(D, ENC),
@@ -28,18 +28,10 @@ HEADS = {
     "pool-mean": lambda: AspectPoolingHead(D, ENC),
     "pool-max": lambda: AspectPoolingHead(D, functools.partial(GRU, hidden_size=8), pooling="max"),
 }
-LENGTHS = torch.tensor([7, 4, 1])
-SPANS = [(2, 4), (0, 2), (0, 1)]
 
 
 def batch(seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(3, 7, D, generator=g)
-    mask = torch.arange(7)[None] < LENGTHS[:, None]
-    aspect = torch.zeros(3, 7, dtype=torch.bool)
-    for b, (s, e) in enumerate(SPANS):
-        aspect[b, s:e] = True
-    return x, mask, aspect
+    return aspect_batch(seed)[:3]
 
 
 def test_aspect_bounds():

@@ -14,9 +14,10 @@ import torch
 import yaml
 from cli_helpers import tiny_absa_config
 from jsonargparse import ArgumentParser
-from model_invariants import assert_gradients_reach_every_parameter
+from model_invariants import assert_a_step_lowers_the_loss
 from shared_data import SHARED_DATA, requires_shared_data
 
+from helpers.aspect_batch import D, LENGTHS, aspect_batch
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.absa import AspectSentimentDataModule
 from onlstm_tasks.data.examples import DataFormatError
@@ -31,10 +32,7 @@ from onlstm_tasks.trees.induce import distances_to_heads
 torch.set_num_threads(1)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "absa"
-D = 6
 ENC = functools.partial(ONLSTM, hidden_size=8, chunk_size=2)
-LENGTHS = torch.tensor([7, 4, 1])
-SPANS = [(2, 4), (0, 2), (0, 1)]
 SOURCES = {
     "none": {"tree_source": "none"},
     "induced-hard": {"tree_source": "induced"},
@@ -47,12 +45,7 @@ INTERACTION_CLASSES = ["SelfInteraction", "ConcatInteraction", "AdditionInteract
 
 
 def batch(seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(3, 7, D, generator=g)
-    mask = torch.arange(7)[None] < LENGTHS[:, None]
-    aspect = torch.zeros(3, 7, dtype=torch.bool)
-    for b, (s, e) in enumerate(SPANS):
-        aspect[b, s:e] = True
+    x, mask, aspect, g = aspect_batch(seed)
     trees = [distances_to_heads(torch.rand(n, generator=g).tolist()) for n in LENGTHS.tolist()]
     return x, mask, aspect, heads_to_tensor(trees, 7)
 
@@ -226,12 +219,7 @@ def test_every_interaction_plugs_into_the_classifier(data, interaction):
     assert type(model.net.head) is TreeAwareAspectHead and type(model.net.head.interaction).__name__ == interaction
     batch = next(iter(data.train_dataloader()))
     assert batch.heads is not None
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    loss = model.training_step(batch, 0)
-    assert_gradients_reach_every_parameter(model, loss)
-    optimizer.step()
-    with torch.no_grad():
-        assert model.training_step(batch, 0) < loss
+    assert_a_step_lowers_the_loss(model, batch)
 
 
 def test_cli_fits_a_gold_tree_classifier(tmp_path, monkeypatch):
