@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from helpers.scripts import load_script
 from cli_helpers import tiny_ner_config
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("compare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-compare = _load_script()
+compare = load_script("compare")
 
 
 def _test_metrics(path: Path) -> dict[str, float]:

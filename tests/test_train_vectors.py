@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
@@ -13,22 +12,12 @@ import torch
 
 pytest.importorskip("gensim", reason="gensim is not installed (pip install -e '.[vectors]')")
 
+from helpers.scripts import SCRIPTS, load_script  # noqa: E402
 from onlstm_tasks.data.features import WordNormalizer  # noqa: E402
 from onlstm_tasks.data.vocab import PAD, UNK  # noqa: E402
 from onlstm_tasks.embedders.word import WordEmbedding  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_vectors.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("train_vectors", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tv = _load_script()
+tv = load_script("train_vectors")
 
 SENTENCES = [
     "The river runs through Paris in 1999 .",
@@ -110,7 +99,7 @@ def test_missing_gensim_is_one_clear_line(corpus: Path, tmp_path: Path, monkeypa
 def test_script_usage_examples_write_inside_the_repository():
     """A usage line in a script's docstring names no absolute path (a newcomer copies it as it is; issue 34)."""
     bad = []
-    for script in sorted(SCRIPT.parent.glob("*.py")):
+    for script in sorted(SCRIPTS.glob("*.py")):
         for number, line in enumerate(script.read_text().splitlines(), start=1):
             words = line.strip().split()
             if words[:1] == ["python"] and any(w.startswith("/") for w in words[2:]):
