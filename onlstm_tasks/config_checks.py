@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from jsonargparse import Namespace
 
-from .config_help import config_files
+from .config_help import class_nodes, config_files
 from .errors import ConfigError
 
 Rule = Callable[[Any], "str | None"]  # a value -> what is wrong with it, or None
@@ -84,26 +84,13 @@ def as_dict(node: Any) -> Any:
     return node.as_dict() if isinstance(node, Namespace) else node
 
 
-def class_nodes(node: Any, key: str) -> Iterator[tuple[str, str, dict]]:
-    """``(option key, class_path, init_args)`` of every ``class_path`` node under ``node`` (a config's dict form),
-    the key written as on the command line (``model.init_args.encoder``)."""
-    if isinstance(node, dict):
-        if isinstance(node.get("class_path"), str) and isinstance(node.get("init_args"), dict):
-            yield key, node["class_path"], node["init_args"]
-        for child, value in node.items():
-            yield from class_nodes(value, f"{key}.{child}")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from class_nodes(value, f"{key}[{index}]")
-
-
 def check_values(config: dict) -> None:
-    for key, _class_path, init_args in class_nodes(config, ""):
+    for key, _class_path, init_args, _depth in class_nodes(config, ""):
         for name, value in init_args.items():
             rule = RULES.get(name)
             problem = rule(value) if rule is not None else None
             if problem:
-                raise ConfigError(f"--{key.lstrip('.')}.init_args.{name}: {problem}")
+                raise ConfigError(f"--{key}.init_args.{name}: {problem}")
     trainer = config.get("trainer") or {}
     for name, rule in TRAINER_RULES.items():
         problem = rule(trainer.get(name))
@@ -116,7 +103,7 @@ def check_optimizers(config: dict) -> None:
     one-line error naming its options now, not a traceback after the model is built."""
     import torch
 
-    for key, class_path, init_args in class_nodes(config, ""):
+    for key, class_path, init_args, _depth in class_nodes(config, ""):
         if not class_path.startswith("torch.optim.") or class_path.startswith("torch.optim.lr_scheduler"):
             continue
         module, _, name = class_path.rpartition(".")
@@ -124,7 +111,7 @@ def check_optimizers(config: dict) -> None:
             cls = getattr(importlib.import_module(module), name)
             cls([torch.nn.Parameter(torch.zeros(1))], **init_args)
         except (ValueError, TypeError) as err:
-            raise ConfigError(f"--{key.lstrip('.')}.init_args: {name} refuses {init_args}: {err}") from None
+            raise ConfigError(f"--{key}.init_args: {name} refuses {init_args}: {err}") from None
         except (ImportError, AttributeError):
             continue  # the parser already said what it could not import
 
@@ -133,7 +120,7 @@ def check_init_args(node: Any, where: str) -> None:
     """Calls ``check_init_args(init_args)`` of every class of the package named in a parsed config that has one
     (e.g. :meth:`ONLSTM.check_init_args`), so a size error is one line before the data is read (the model is built
     only after the data module, whose vocabulary it needs). A refusal is a :class:`ConfigError` naming the key."""
-    for key, class_path, init_args in class_nodes(as_dict(node), where):
+    for key, class_path, init_args, _depth in class_nodes(as_dict(node), where):
         if not class_path.startswith("onlstm_tasks."):
             continue
         module, _, name = class_path.rpartition(".")
