@@ -22,7 +22,8 @@ from model_invariants import (
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.ner import NERDataModule, split_long
 from onlstm_tasks.data.readers import read_conllx
-from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, DependencyGuidedEncoder, EncoderOutput, TreeEncoder
+from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, DependencyGuidedEncoder, EncoderOutput, TreeEncoder, TreeOutput
+from onlstm_tasks.trees.source import HasDistances
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.interaction import ConcatInteraction, GCNInteraction, MLPInteraction, SelfInteraction
 from onlstm_tasks.sample_data import sample_path
@@ -75,7 +76,7 @@ def test_padding_invariance_for_every_tree_source(source):
         assert (out.hidden[b, n:] == 0).all()
         for layer, layer_alone in zip(out.layers, alone.layers):
             torch.testing.assert_close(layer[b, :n], layer_alone[0], atol=1e-6, rtol=1e-5)
-        if out.heads:
+        if isinstance(out, TreeOutput):
             tree, tree_alone = out.heads[0], alone.heads[0]
             got = tree[b, :n, :n] if tree.dim() == 3 else tree[b, :n]
             torch.testing.assert_close(got, tree_alone[0], atol=1e-6, rtol=1e-5)
@@ -91,9 +92,10 @@ def test_output_stacks_the_stages():
     # the tree after stage l is induced from stage l's own distances (its last layer, directions averaged)
     for stage, tree in enumerate(out.heads):
         torch.testing.assert_close(tree, heads_tensor(combine_directions(out.distances[stage], "mean", dim=0), mask))
-    assert dg(tree_source="none")(x, mask).heads is None
+    assert isinstance(out, TreeOutput) and isinstance(out, HasDistances)
+    assert not isinstance(dg(tree_source="none")(x, mask), TreeOutput)
     plain = dg(num_stages=1)(x, mask)
-    assert len(plain.layers) == 1 and plain.heads is None
+    assert len(plain.layers) == 1 and not isinstance(plain, TreeOutput) and isinstance(plain, HasDistances)
 
 
 def test_concatenation_sizes_the_next_stage():
@@ -132,7 +134,7 @@ def test_clear_errors():
         dg(tree_source="induced", distance_layer=3)(x, mask)
     # LSTM stages are fine with gold trees
     out = dg(encoder=functools.partial(LSTM, hidden_size=8), tree_source="gold")(x, mask, gold)
-    assert out.distances is None and torch.equal(out.heads[0], gold)
+    assert not isinstance(out, HasDistances) and torch.equal(out.heads[0], gold)
 
 
 @pytest.mark.parametrize("induced_heads", ["soft", "hard"])

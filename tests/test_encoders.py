@@ -21,6 +21,7 @@ from onlstm_tasks.encoders import (
     SequenceEncoder,
 )
 from onlstm_tasks.encoders.base import reverse_padded
+from onlstm_tasks.trees.source import HasDistances
 from onlstm_tasks.encoders.dropout import locked_dropout
 from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect, keep_threshold, random_lanes
@@ -69,7 +70,7 @@ def test_padding_invariance_and_zero_padding(name):
         assert (out.hidden[b, n:] == 0).all()
         for layer in out.layers:
             assert (layer[b, n:] == 0).all()
-        if out.distances is not None:
+        if isinstance(out, HasDistances):
             torch.testing.assert_close(out.distances[:, :, b, :n], alone.distances[:, :, 0], atol=1e-6, rtol=1e-5)
             assert (out.distances[:, :, b, n:] == 0).all() and (out.input_distances[:, :, b, n:] == 0).all()
 
@@ -304,8 +305,9 @@ def test_combined_distances():
     backward_input = out.input_distances[:, 1]
     torch.testing.assert_close(out.combined_distances("backward", which="input")[..., 1:], backward_input[..., :-1])
     assert out.combined_distances("max").shape == (2, 4, 7)
-    with pytest.raises(ValueError, match="no distances"):
-        LSTM(6, 8)(*padded_batch()).combined_distances()
+    with pytest.raises(ValueError, match="which must be one of"):
+        out.combined_distances(which="output")
+    assert not isinstance(LSTM(6, 8)(*padded_batch()), HasDistances)  # the capability only where it is
 
 
 def test_nan_in_the_padding_of_a_tree_lstm_stays_there():

@@ -20,7 +20,7 @@ from lm_helpers import CHARS, WORDS, fit_tiny_bidirectional_lm, toy_sentences
 from onlstm_tasks import load
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.features import words_to_batch
-from onlstm_tasks.encoders import ONLSTM, ChildSumTreeLSTM, DependencyGuidedEncoder
+from onlstm_tasks.encoders import LSTM, ONLSTM, ChildSumTreeLSTM, DependencyGuidedEncoder
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.errors import CheckpointError, ConfigError
 from onlstm_tasks.modules.tree_aspect_head import TreeAwareAspectHead
@@ -88,6 +88,14 @@ def test_the_distance_cache_is_bounded_and_evicting_changes_no_tree(lm_path, mon
             torch.testing.assert_close(a, b, rtol=0, atol=1e-6)  # other batches: the same up to rounding
         assert len(trees._cache) <= 4
     assert list(trees._cache) == [tuple(sentences[i]) for i in (8, 0, 1, 9)]  # the newest four, oldest first
+
+
+def test_a_language_model_without_distances_is_named_in_one_line(lm_path):
+    trees = LanguageModelTrees.from_checkpoint(str(lm_path), TreeSource("lm", lm_checkpoint=str(lm_path)))
+    onlstm = trees.models[0].encoder
+    trees.models[0].encoder = LSTM(onlstm.input_size, 4, bidirectional=True)  # an encoder without master gates
+    with pytest.raises(ConfigError, match=r"has a LSTM encoder, which gives no syntactic distances; train"):
+        trees.distances(toy_sentences(2))
 
 
 def ner_model(lm_path, encoder_factory) -> NERTagger:

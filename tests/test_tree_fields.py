@@ -11,7 +11,7 @@ from onlstm_tasks.data.absa import AspectSentimentDataModule
 from onlstm_tasks.data.ner import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM
-from onlstm_tasks.encoders.base import EncoderOutput
+from onlstm_tasks.encoders.base import EncoderOutput, ONLSTMOutput
 from onlstm_tasks.modules.aspect_heads import AspectPoolingHead, TargetDependentHead
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
@@ -25,7 +25,7 @@ EMBEDDER = functools.partial(WordCharEmbedder, word_dim=12, char_dim=6, char_fea
 def output_with(distances: torch.Tensor) -> EncoderOutput:
     """An EncoderOutput whose only meaningful field is ``distances`` [layers, directions, B, T]."""
     hidden = torch.zeros(*distances.shape[2:], 4)
-    return EncoderOutput(hidden=hidden, layers=(hidden,), distances=distances, input_distances=distances)
+    return ONLSTMOutput(hidden=hidden, layers=(hidden,), distances=distances, input_distances=distances)
 
 
 def test_hand_made_distances_give_the_known_tree_and_heads() -> None:

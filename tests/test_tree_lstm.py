@@ -20,12 +20,13 @@ from model_invariants import (
 
 from onlstm_tasks.data.ner import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.encoders import LSTM, ONLSTM, SequenceEncoder, TreeEncoder
+from onlstm_tasks.encoders import LSTM, ONLSTM, SequenceEncoder, TreeEncoder, TreeOutput
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.encoders.tree_lstm import ChildSumTreeLSTM, reference_tree_lstm, tree_levels
 from onlstm_tasks.tasks.ner import EncoderFactory, NERTagger
 from onlstm_tasks.trees.heads import heads_to_tensor
 from onlstm_tasks.trees.induce import heads_tensor
+from onlstm_tasks.trees.source import HasDistances
 
 torch.set_num_threads(1)
 
@@ -222,12 +223,12 @@ def test_gold_heads_are_used_with_or_without_an_inner_encoder():
     other = torch.where(mask, torch.zeros_like(gold), gold)  # token 0 heads everything
     model = tree_lstm()
     out = model(x, mask, gold)
-    assert torch.equal(out.heads[0], gold) and out.distances is None and len(out.layers) == 1
+    assert torch.equal(out.heads[0], gold) and not isinstance(out, HasDistances) and len(out.layers) == 1
     assert not torch.allclose(out.hidden, model(x, mask, other).hidden)
     lstm = tree_lstm(encoder=functools.partial(LSTM, hidden_size=3))
     out = lstm(x, mask, gold)
     inner = lstm.encoder(x, mask).hidden
-    assert out.distances is None and torch.equal(out.heads[0], gold)
+    assert not isinstance(out, HasDistances) and torch.equal(out.heads[0], gold)
     ref = reference_tree_lstm(lstm, inner[0, :8], trees[0])
     torch.testing.assert_close(out.hidden[0], ref, atol=1e-12, rtol=1e-10)
 
@@ -236,7 +237,7 @@ def test_no_tree_makes_every_token_a_leaf_root():
     model = tree_lstm(tree_source="none")
     x, mask, gold = batch_of([HAND_MADE["deep and bushy"], HAND_MADE["forest"]])
     out = model(x, mask, gold)
-    assert out.heads is None
+    assert not isinstance(out, TreeOutput)
     torch.testing.assert_close(out.hidden, model(x, mask).hidden)  # gold heads ignored
     # each token's output depends on its own vector only
     for t in range(x.size(1)):

@@ -11,7 +11,7 @@ import pytest
 from jsonargparse import ArgumentParser
 
 from onlstm_tasks.encoders import ONLSTM, ChildSumTreeLSTM, DependencyGuidedEncoder
-from onlstm_tasks.encoders.base import EncoderFactory
+from onlstm_tasks.encoders.base import EncoderFactory, ONLSTMOutput
 from onlstm_tasks.modules.tree_aspect_head import TreeAwareAspectHead
 from onlstm_tasks.trees.source import TreeSource
 
@@ -93,14 +93,13 @@ def test_yaml_forms_through_jsonargparse(init_args, expected):
 def test_distance_gate_chooses_the_master_gate_whose_distances_give_the_tree():
     import torch
 
-    from onlstm_tasks.encoders.base import EncoderOutput
     from onlstm_tasks.trees.induce import heads_tensor
 
     torch.manual_seed(0)
     mask = torch.ones(2, 7, dtype=torch.bool)
     mask[1, 5:] = False
     forget, inputs = torch.rand(2, 1, 2, 7), torch.rand(2, 1, 2, 7)  # [layers, directions, B, T]
-    encoded = EncoderOutput(hidden=torch.zeros(2, 7, 4), layers=[], distances=forget, input_distances=inputs)
+    encoded = ONLSTMOutput(hidden=torch.zeros(2, 7, 4), layers=(), distances=forget, input_distances=inputs)
     for gate, d in (("forget", forget), ("input", inputs)):
         got = TreeSource("induced", distance_layer=1, distance_gate=gate).tree(mask, encoded=encoded)
         assert torch.equal(got, heads_tensor(d[1, 0], mask))

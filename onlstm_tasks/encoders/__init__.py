@@ -1,4 +1,4 @@
-"""Sequence encoders behind one contract (:mod:`.base`: ``SequenceEncoder``, ``EncoderOutput``, ``EncoderFactory``,
+"""Sequence encoders behind one contract (:mod:`.base`: ``SequenceEncoder``, ``EncoderOutput`` and its capability subclasses, ``EncoderFactory``,
 the mask check): the ON-LSTM (:mod:`.onlstm`, its own subpackage), the library LSTM/GRU, the LSTM family run by
 ``CellStackEncoder``, the dependency-guided and tree-LSTM stacks, ``IndependentDirections`` and the default
 encoders of each task (:mod:`.defaults`).
@@ -8,7 +8,7 @@ it (``TreeSource`` and the tree helpers are passed down, never imported from abo
 tasks import it.
 """
 
-from .base import EncoderOutput, SequenceEncoder, TreeEncoder, encode
+from .base import EncoderOutput, ONLSTMOutput, RecurrentOutput, SequenceEncoder, TreeEncoder, TreeOutput, encode
 from .cell_stack import CellStackEncoder, RecurrentCell
 from .dependency_guided import DependencyGuidedEncoder
 from .independent_directions import IndependentDirections
@@ -20,7 +20,7 @@ from .rnn import GRU, LSTM
 from .slstm import SLSTM, SLSTMCell
 from .tree_lstm import ChildSumTreeLSTM
 
-__all__ = ["EncoderOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
+__all__ = ["EncoderOutput", "ONLSTMOutput", "RecurrentOutput", "TreeOutput", "SequenceEncoder", "TreeEncoder", "encode", "ONLSTM", "ONLSTMCell",
            "ReferenceONLSTMCell", "LSTM", "GRU", "DependencyGuidedEncoder", "IndependentDirections", "CellStackEncoder", "RecurrentCell",
            "PeepholeLSTM", "CIFGLSTM", "NoForgetLSTM", "NestedLSTM", "NestedLSTMCell",
            "ChildSumTreeLSTM", "SLSTM", "SLSTMCell", "MLSTM", "MLSTMCell"]

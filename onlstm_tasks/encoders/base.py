@@ -17,34 +17,49 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS
+from onlstm_tasks.trees.source import DIRECTION_COMBINATIONS, DISTANCE_GATES
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EncoderOutput:
-    """What an encoder returns.
+    """What every encoder returns.
 
-    hidden:           [B, T, H * directions], the last layer's states (zero at padding).
-    layers:           every layer's states, each [B, T, H * directions] (before any inter-layer dropout).
-    distances:        ON-LSTM master-forget distances ``1 - mean(f~_t)``, [layers, directions, B, T];
-                      ``None`` for encoders without master gates.
-    input_distances:  master-input distances ``mean(i~_t)``, same shape, or ``None``.
-    heads:            the trees a :class:`TreeEncoder` used, one per interaction layer (hard or gold heads
-                      ``[B, T]`` long, or soft head weights ``[B, T, T]``); ``None`` for encoders that use no tree.
-    state:            the final recurrent state of a :class:`StatefulEncoder` (left to right, full batch), to be
-                      passed, detached (:func:`detach_state`), as the next window's ``state``; ``None`` otherwise.
+    hidden:  [B, T, H * directions], the last layer's states (zero at padding).
+    layers:  every layer's states, each [B, T, H * directions] (before any inter-layer dropout).
+
+    What only some encoders give is a capability of a subclass, asked for with ``isinstance``, never a field that
+    may be ``None``: :class:`RecurrentOutput` (``state``), :class:`ONLSTMOutput` (syntactic distances; the
+    capability :class:`~onlstm_tasks.trees.source.HasDistances`) and :class:`TreeOutput` (the trees a
+    :class:`TreeEncoder` used); :func:`encoder_output` picks the class that holds exactly what an encoder gives.
+    """
+
+    hidden: torch.Tensor
+    layers: tuple[torch.Tensor, ...]
+
+
+@dataclass(kw_only=True)
+class RecurrentOutput(EncoderOutput):
+    """The output of a :class:`StatefulEncoder`. ``state``: the final recurrent state (left to right, full batch),
+    to be passed, detached (:func:`detach_state`), as the next window's ``state``; ``None`` where the pass has no
+    state to hand on (:meth:`StatefulEncoder.carries_state`)."""
+
+    state: object | None = None
+
+
+@dataclass(kw_only=True)
+class ONLSTMOutput(RecurrentOutput):
+    """An ON-LSTM's output: the states, and the master gates' syntactic distances (:class:`HasDistances`).
+
+    distances:        master-forget distances ``1 - mean(f~_t)``, [layers, directions, B, T].
+    input_distances:  master-input distances ``mean(i~_t)``, same shape.
 
     For a bidirectional ON-LSTM, direction 0 is the forward pass and direction 1 the backward pass; both are
     indexed by token position (the backward pass's value at position t was computed when it read token t).
     :meth:`combined_distances` merges them, aligned on the boundary each value marks (:func:`combine_directions`).
     """
 
-    hidden: torch.Tensor
-    layers: tuple[torch.Tensor, ...]
-    distances: torch.Tensor | None = None
-    input_distances: torch.Tensor | None = None
-    heads: tuple[torch.Tensor, ...] | None = None
-    state: object | None = None
+    distances: torch.Tensor
+    input_distances: torch.Tensor
 
     def combined_distances(self, how: str = "mean", which: str = "forget") -> torch.Tensor:
         """Distances merged over directions, [layers, B, T].
@@ -52,18 +67,48 @@ class EncoderOutput:
         ``how``: ``mean`` (default: average of both directions), ``forward`` / ``backward`` (one direction
         only), ``max`` or ``min`` (elementwise). ``which``: ``forget`` (master forget gate) or ``input``.
         """
-        d = {"forget": self.distances, "input": self.input_distances}.get(which, ...)
-        if d is ...:
-            raise ValueError(f"which must be 'forget' or 'input', got {which!r}")
-        if d is None:
-            raise ValueError("this encoder returns no distances (only ON-LSTM encoders do)")
-        return combine_directions(d, how, dim=1)
+        if which not in DISTANCE_GATES:
+            raise ValueError(f"which must be one of {DISTANCE_GATES}, got {which!r}")
+        return combine_directions(self.distances if which == "forget" else self.input_distances, how, dim=1)
+
+
+@dataclass(kw_only=True)
+class TreeOutput(EncoderOutput):
+    """The output of a :class:`TreeEncoder` that used trees. ``heads``: one tree per interaction layer (hard or gold
+    heads ``[B, T]`` long, or soft head weights ``[B, T, T]``)."""
+
+    heads: tuple[torch.Tensor, ...]
+
+
+@dataclass(kw_only=True)
+class TreeONLSTMOutput(TreeOutput, ONLSTMOutput):
+    """A tree encoder's output over ON-LSTM states: its trees and the ON-LSTM's distances."""
+
+
+_OUTPUT_CLASSES = {(False, False): EncoderOutput, (True, False): ONLSTMOutput, (False, True): TreeOutput,
+                   (True, True): TreeONLSTMOutput}
+
+
+def encoder_output(hidden: torch.Tensor, layers: tuple[torch.Tensor, ...], *, distances: torch.Tensor | None = None,
+                   input_distances: torch.Tensor | None = None,
+                   heads: tuple[torch.Tensor, ...] | None = None) -> EncoderOutput:
+    """The output of a composite encoder (a stack or a pair of others): the class that holds exactly what is given,
+    so that its consumers find a capability only where it is. Distances come both or neither."""
+    if (distances is None) != (input_distances is None):
+        raise ValueError("an encoder output has both master-gate distances or neither")
+    has_distances, has_heads = distances is not None, heads is not None
+    fields = {"hidden": hidden, "layers": layers}
+    if has_distances:
+        fields.update(distances=distances, input_distances=input_distances)
+    if has_heads:
+        fields["heads"] = heads
+    return _OUTPUT_CLASSES[has_distances, has_heads](**fields)
 
 
 def combine_directions(distances: torch.Tensor, how: str = "mean", dim: int = 1) -> torch.Tensor:
     """Merges the direction axis ``dim`` of a distance tensor whose last axis is time (e.g. [layers, directions,
     B, T] with ``dim=1``, or one sentence's [layers, directions, T]): ``mean``, ``forward``, ``backward``, ``max``
-    or ``min`` (see :meth:`EncoderOutput.combined_distances`).
+    or ``min`` (see :meth:`ONLSTMOutput.combined_distances`).
 
     Alignment: a large forward value at token t marks a boundary *before* t (the forward pass closes levels as t
     arrives), the convention of :mod:`onlstm_tasks.trees.induce`; a large backward value at token t marks a
@@ -179,7 +224,7 @@ class TreeEncoder(SequenceEncoder):
 
 class StatefulEncoder(SequenceEncoder):
     """A recurrent encoder that can start from a given state and return its final one: ``forward(x, mask=None,
-    state=None) -> EncoderOutput`` with ``.state`` the state after the last step.
+    state=None) -> RecurrentOutput`` with ``.state`` the state after the last step.
 
     For truncated back-propagation through time: a language model cuts a contiguous token stream into windows and
     starts each window from the previous window's final state, detached (:func:`detach_state`), so that the
@@ -197,7 +242,7 @@ class StatefulEncoder(SequenceEncoder):
     bidirectional: bool
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                state: object | None = None) -> EncoderOutput:  # pragma: no cover
+                state: object | None = None) -> RecurrentOutput:  # pragma: no cover
         raise NotImplementedError
 
     def carries_state(self, full: bool, state: object | None) -> bool:

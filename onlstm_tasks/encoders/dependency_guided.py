@@ -23,10 +23,10 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode, encoder_output
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.interaction import Interaction, MLPInteraction
-from onlstm_tasks.trees.source import TreeSource
+from onlstm_tasks.trees.source import HasDistances, TreeSource
 
 InteractionFactory = Callable[[int], Interaction]
 
@@ -95,15 +95,10 @@ class DependencyGuidedEncoder(TreeEncoder):
             tree = self.tree_source.tree(mask, gold=heads, encoded=outputs[-1], encoder=below)
             trees.append(tree)
             outputs.append(encode(stage, interaction.over_tree(outputs[-1].hidden, tree, mask), mask, heads))
-        return EncoderOutput(
-            hidden=outputs[-1].hidden,
-            layers=tuple(layer for out in outputs for layer in out.layers),
-            distances=_concat([out.distances for out in outputs]),
-            input_distances=_concat([out.input_distances for out in outputs]),
+        gives_distances = all(isinstance(out, HasDistances) for out in outputs)  # every stage is of one factory
+        return encoder_output(
+            outputs[-1].hidden, tuple(layer for out in outputs for layer in out.layers),
+            distances=torch.cat([out.distances for out in outputs]) if gives_distances else None,
+            input_distances=torch.cat([out.input_distances for out in outputs]) if gives_distances else None,
             heads=None if self.tree_source.kind == "none" else tuple(trees),
         )
-
-
-def _concat(values: list[torch.Tensor | None]) -> torch.Tensor | None:
-    present = [v for v in values if v is not None]
-    return torch.cat(present, dim=0) if present else None

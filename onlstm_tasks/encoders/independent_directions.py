@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from .base import EncoderFactory, EncoderOutput, SequenceEncoder, reverse_padded
+from onlstm_tasks.trees.source import HasDistances
+
+from .base import EncoderFactory, EncoderOutput, ONLSTMOutput, SequenceEncoder, reverse_padded
 
 
 class IndependentDirections(SequenceEncoder):
@@ -43,7 +45,9 @@ class IndependentDirections(SequenceEncoder):
         behind = self.backward_encoder(reverse_padded(x, lengths), mask)
         back = lambda t: reverse_padded(t, lengths)  # noqa: E731 - back to token order
         layers = tuple(torch.cat((f, back(b)), dim=-1) for f, b in zip(ahead.layers, behind.layers))
-        return EncoderOutput(
+        if not isinstance(ahead, HasDistances):
+            return EncoderOutput(hidden=layers[-1], layers=layers)
+        return ONLSTMOutput(
             hidden=layers[-1],
             layers=layers,
             distances=_stack_directions(ahead.distances, behind.distances, lengths),
@@ -51,11 +55,8 @@ class IndependentDirections(SequenceEncoder):
         )
 
 
-def _stack_directions(ahead: torch.Tensor | None, behind: torch.Tensor | None,
-                      lengths: torch.Tensor) -> torch.Tensor | None:
+def _stack_directions(ahead: torch.Tensor, behind: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """[layers, 1, B, T] each (the backward one in reversed order) -> [layers, 2, B, T] in token order."""
-    if ahead is None or behind is None:
-        return None
     layers, _, batch, steps = behind.shape
     # reverse_padded reverses axis 1 of [B, T, ...]: put the batch and time axes first
     flipped = reverse_padded(behind[:, 0].permute(1, 2, 0), lengths).permute(2, 0, 1)

@@ -13,7 +13,7 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .base import EncoderOutput, StatefulEncoder, check_layer_states, check_stack_sizes
+from .base import RecurrentOutput, StatefulEncoder, check_layer_states, check_stack_sizes
 from .dropout import check_probability, locked_dropout
 from .onlstm.dropconnect import drop_connect
 
@@ -73,7 +73,7 @@ class _TorchRNN(StatefulEncoder):
         return out, tuple(t[0] for t in (final if isinstance(final, tuple) else (final,)))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                state: LayerStates | None = None) -> EncoderOutput:
+                state: LayerStates | None = None) -> RecurrentOutput:
         mask = self.check_inputs(x, mask)
         carry = self.carries_state(bool(mask.all()), state)
         if state is not None:
@@ -91,7 +91,7 @@ class _TorchRNN(StatefulEncoder):
                 out = self._run_packed(rnn, layer_input, lengths)
             layers.append(out)
             layer_input = out
-        return EncoderOutput(hidden=layers[-1], layers=tuple(layers), state=tuple(finals) if carry else None)
+        return RecurrentOutput(hidden=layers[-1], layers=tuple(layers), state=tuple(finals) if carry else None)
 
 
 class LSTM(_TorchRNN):

@@ -32,9 +32,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode
+from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode, encoder_output
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
-from onlstm_tasks.trees.source import TreeSource
+from onlstm_tasks.trees.source import HasDistances, TreeSource
 
 
 def tree_levels(heads: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,11 +186,11 @@ class ChildSumTreeLSTM(TreeEncoder):
         h, _ = self.bottom_up(states, hard, mask, height)
         if self.top_down is not None:
             h = torch.cat((h, self.top_down(h, hard, depth)), dim=-1)
-        return EncoderOutput(
-            hidden=h,
-            layers=(*(inner.layers if inner is not None else ()), h),
-            distances=inner.distances if inner is not None else None,
-            input_distances=inner.input_distances if inner is not None else None,
+        gives_distances = isinstance(inner, HasDistances)
+        return encoder_output(
+            h, (*(inner.layers if inner is not None else ()), h),
+            distances=inner.distances if gives_distances else None,
+            input_distances=inner.input_distances if gives_distances else None,
             heads=None if tree is None else (tree,),
         )
 

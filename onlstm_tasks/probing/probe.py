@@ -24,6 +24,7 @@ from onlstm_tasks.data.features import WordNormalizer
 from onlstm_tasks.probing.master_gates import MasterGates, master_gates
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
 from onlstm_tasks.encoders.onlstm import ONLSTM
+from onlstm_tasks.trees.source import HasDistances
 
 
 class EncoderProbe:
@@ -71,13 +72,12 @@ class EncoderProbe:
                 chosen = order[start:start + batch_size]
                 encoded = self.model.encode_words([list(sentences[i]) for i in chosen], self.normalizer,
                                                   self.max_word_length)
-                d = encoded.distances if which == "forget" else encoded.input_distances
-                if d is None:
+                if not isinstance(encoded, HasDistances):
                     encoder = type(self.model.sentence_encoder()).__name__ if hasattr(
                         self.model, "sentence_encoder") else "its encoder"
                     raise ValueError(f"{self.name}: the model's encoder ({encoder}) returns no distances; only "
                                      f"ON-LSTM encoders have master gates to induce trees from")
-                d = d.float().cpu()
+                d = (encoded.distances if which == "forget" else encoded.input_distances).float().cpu()
                 for row, i in enumerate(chosen):
                     out[i] = d[:, :, row, :len(sentences[i])].clone()
         return out  # type: ignore[return-value]

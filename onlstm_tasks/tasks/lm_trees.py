@@ -44,7 +44,7 @@ from onlstm_tasks.tasks.frozen_lm import FrozenLanguageModel, read_lm_config, sa
 from onlstm_tasks.tasks.tree_fields import distance_tree_fields
 from onlstm_tasks.trees.ensemble import Reading, ensemble_distances, parse_readings
 from onlstm_tasks.trees.induce import heads_tensor
-from onlstm_tasks.trees.source import TreeSource
+from onlstm_tasks.trees.source import HasDistances, TreeSource
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +139,10 @@ class LanguageModelTrees(nn.Module):
               gate: str) -> torch.Tensor:
         """Layer ``layer`` of language model ``model``'s distances ``[B, T]`` (CPU float) for ``sentences``."""
         encoded, _ = self.models[model].encode(sentences)
+        if not isinstance(encoded, HasDistances):
+            raise ConfigError(f"tree_source lm: the language model {self.models[model].config.get('checkpoint')} "
+                              f"has a {type(self.models[model].encoder).__name__} encoder, which gives no syntactic "
+                              f"distances; train the language model with an ONLSTM encoder")
         layers = encoded.combined_distances(combination, gate)
         if not -layers.size(0) <= layer < layers.size(0):
             raise ConfigError(f"tree_source lm: layer {layer} (0-based) is out of range: the language model "

@@ -15,6 +15,7 @@ import torch
 
 from onlstm_tasks.encoders.base import EncoderOutput
 from onlstm_tasks.trees.induce import distances_to_heads, distances_to_tree, tree_to_brackets
+from onlstm_tasks.trees.source import HasDistances
 
 PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "{": "-LCB-", "}": "-RCB-"}
 
@@ -32,7 +33,7 @@ def induced_tree_fields(
     syntactic distance of every token the tree is read from, rounded to 6 decimals), or one empty dict per row when
     the encoder returns no distances (LSTM, GRU, ...). ``mask`` [B, T] bool, left-aligned; ``words`` the rows'
     tokens."""
-    if encoded.distances is None:
+    if not isinstance(encoded, HasDistances):
         return [{} for _ in words]
     return distance_tree_fields(encoded.combined_distances(directions, gate)[layer], mask, words, with_distances)
 

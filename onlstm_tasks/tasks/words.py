@@ -11,6 +11,7 @@ it can build from the words alone (NER with ``tree_source: lm``) overrides :meth
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 from lightning.fabric.utilities.apply_func import move_data_to_device
@@ -18,7 +19,8 @@ from lightning.fabric.utilities.apply_func import move_data_to_device
 from onlstm_tasks.data.batching import TokenBatch
 from onlstm_tasks.data.features import WordNormalizer, words_to_batch
 from onlstm_tasks.embedders.base import TokenEmbedder
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, encode
+from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, TreeOutput, encode
+from onlstm_tasks.trees.source import HasDistances
 
 
 class EncodesWords:
@@ -85,16 +87,15 @@ def trim_frame(encoded: EncoderOutput, mask: torch.Tensor, lead: int, trail: int
     steps = mask.size(1) - lead - trail
     words = mask[:, lead + trail:]  # [B, steps]: True at each row's first (length - lead - trail) positions
 
-    def cut(t: torch.Tensor | None, time_dim: int) -> torch.Tensor | None:
-        if t is None:
-            return None
+    def cut(t: torch.Tensor, time_dim: int) -> torch.Tensor:
         kept = t.narrow(time_dim, lead, steps)
         shape = [1] * kept.dim()
         shape[time_dim - 1], shape[time_dim] = words.shape
         return kept * words.view(shape).to(kept.dtype)
 
-    if encoded.heads is not None:
+    if isinstance(encoded, TreeOutput):
         raise ValueError("trim_frame cannot cut the trees of a tree-reading encoder")
-    layers = tuple(cut(layer, 1) for layer in encoded.layers)
-    return EncoderOutput(hidden=cut(encoded.hidden, 1), layers=layers, distances=cut(encoded.distances, 3),
-                         input_distances=cut(encoded.input_distances, 3))
+    trimmed = {"hidden": cut(encoded.hidden, 1), "layers": tuple(cut(layer, 1) for layer in encoded.layers)}
+    if isinstance(encoded, HasDistances):
+        trimmed.update(distances=cut(encoded.distances, 3), input_distances=cut(encoded.input_distances, 3))
+    return replace(encoded, **trimmed)  # the same class: its capabilities, and a carried state, kept

@@ -6,8 +6,8 @@ tree-aware aspect head. It returns a tree in one of the forms of :mod:`onlstm_ta
 
 * ``none``    -> ``None`` (no tree: every token is its own root, so ``h_p(i) = h_i``);
 * ``gold``    -> the batch's gold heads, ``LongTensor [B, T]`` (0-based, root and padding point to themselves);
-* ``induced`` -> from an :class:`~onlstm_tasks.encoders.base.EncoderOutput`'s distances: layer
-  ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.EncoderOutput.combined_distances` (directions merged by
+* ``induced`` -> from an encoder output's distances (:class:`HasDistances`): layer
+  ``distance_layer`` of :meth:`~onlstm_tasks.encoders.base.ONLSTMOutput.combined_distances` (directions merged by
   ``direction_combination``; the master gate ``distance_gate``: ``forget``, the paper's, or ``input``), then
   hard heads ``[B, T]`` (:func:`heads_tensor`, no gradient) or soft head weights ``[B, T, T]``
   (:func:`soft_heads` at ``soft_temperature``, differentiable w.r.t. the distances);
@@ -28,6 +28,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -37,7 +38,20 @@ from onlstm_tasks.trees.induce import heads_tensor, soft_heads
 TREE_SOURCES = ("none", "induced", "gold", "lm")
 INDUCED_HEADS = ("hard", "soft")
 DIRECTION_COMBINATIONS = ("mean", "forward", "backward", "max", "min")  # of encoders.base.combine_directions
-DISTANCE_GATES = ("forget", "input")  # the master gate whose distances give the tree (EncoderOutput)
+DISTANCE_GATES = ("forget", "input")  # the master gate whose distances give the tree (HasDistances)
+
+
+@runtime_checkable
+class HasDistances(Protocol):
+    """The capability of an encoder output that carries an ON-LSTM's syntactic distances
+    (:class:`onlstm_tasks.encoders.base.ONLSTMOutput` and its subclasses), asked for with ``isinstance``:
+    ``distances`` and ``input_distances`` [layers, directions, B, T], and ``combined_distances(how, which)``
+    [layers, B, T]."""
+
+    distances: torch.Tensor
+    input_distances: torch.Tensor
+
+    def combined_distances(self, how: str = "mean", which: str = "forget") -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -142,7 +156,7 @@ class TreeSource:
                                  "module was called without them")
             return self._gold(gold, mask)
         name = type(encoder).__name__ if encoder is not None else "the encoder"
-        if encoded is None or encoded.distances is None:
+        if not isinstance(encoded, HasDistances):
             raise ValueError(f"tree_source='induced' needs an encoder that returns syntactic distances (an ON-LSTM), "
                              f"but {name} returns none; use tree_source 'gold' or 'none', or an ON-LSTM encoder")
         layers = encoded.combined_distances(self.direction_combination, self.distance_gate)  # [layers, B, T]

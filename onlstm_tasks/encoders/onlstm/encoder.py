@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from ..base import EncoderOutput, StatefulEncoder, check_layer_states
+from ..base import ONLSTMOutput, StatefulEncoder, check_layer_states
 from ..dropout import check_probability, locked_dropout
 from .cell import ONLSTMCell
 from .dropconnect import drop_connect
@@ -104,7 +104,7 @@ class ONLSTM(StatefulEncoder):
         return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training, self.backend)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                state: LayerStates | None = None) -> EncoderOutput:
+                state: LayerStates | None = None) -> ONLSTMOutput:
         compiling = torch.compiler.is_compiling()
         if compiling:  # no data-dependent checks in a compiled graph: a given mask counts as ragged
             full, lengths = mask is None, None if mask is None else mask.sum(1)
@@ -145,7 +145,7 @@ class ONLSTM(StatefulEncoder):
             dist_input.append(d_i)
             layer_input = hidden
 
-        return EncoderOutput(
+        return ONLSTMOutput(
             hidden=layers[-1],
             layers=tuple(layers),
             distances=torch.stack(dist_forget),
