@@ -4,9 +4,8 @@ import functools
 
 import pytest
 import torch
-import yaml
-from jsonargparse import ArgumentParser
 
+from helpers.yaml_build import from_yaml
 from helpers.aspect_batch import D, LENGTHS, SPANS, aspect_batch
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.modules.aspect_heads import (
@@ -89,8 +88,6 @@ def test_attention_weights_are_a_distribution_over_real_tokens():
 
 
 def test_head_with_nested_encoder_builds_from_yaml():
-    parser = ArgumentParser()
-    parser.add_argument("--head", type=HeadFactory)
     snippet = """
     class_path: onlstm_tasks.modules.aspect_heads.TargetDependentHead
     init_args:
@@ -98,6 +95,5 @@ def test_head_with_nested_encoder_builds_from_yaml():
         class_path: onlstm_tasks.encoders.LSTM
         init_args: {hidden_size: 8}
     """
-    cfg = parser.parse_object({"head": yaml.safe_load(snippet)})
-    head = parser.instantiate(cfg).head(D)
+    head = from_yaml(HeadFactory, snippet)(D)
     assert isinstance(head, TargetDependentHead) and isinstance(head.left, LSTM) and head.output_size == 16

@@ -11,8 +11,8 @@ import pytest
 import torch
 import yaml
 from cli_helpers import tiny_ner_config
+from helpers.yaml_build import from_yaml
 from helpers.tree_data import EMBEDDER, TREES, tree_data
-from jsonargparse import ArgumentParser
 from model_invariants import (
     assert_a_step_lowers_the_loss,
     assert_batched_equals_single,
@@ -194,8 +194,6 @@ def test_long_sentences_keep_their_heads_cut_to_each_piece():
 # ---- NERTagger with the dependency-guided encoder ---------------------------------------------------------
 
 def encoder_from_yaml(interaction: str, tree_source: str = "gold", **options) -> EncoderFactory:
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=EncoderFactory)
     snippet = f"""
     class_path: onlstm_tasks.encoders.DependencyGuidedEncoder
     init_args:
@@ -208,7 +206,7 @@ def encoder_from_yaml(interaction: str, tree_source: str = "gold", **options) ->
     """
     config = yaml.safe_load(snippet)
     config["init_args"].update(options)
-    return parser.instantiate(parser.parse_object({"encoder": config})).encoder
+    return from_yaml(EncoderFactory, config)
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import importlib
 import pytest
 import torch
 import yaml
-from jsonargparse import ArgumentParser
 
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.encoders import (
     CIFGLSTM,
     ChildSumTreeLSTM,
@@ -249,10 +249,7 @@ def test_encoders_build_from_yaml_through_jsonargparse(snippet):
     """The YAML builds the class its ``class_path`` names, with every ``init_args`` value applied."""
     spec = yaml.safe_load(snippet)
     module, _, name = spec["class_path"].rpartition(".")
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=SequenceEncoder)
-    cfg = parser.parse_object({"encoder": spec})
-    enc = parser.instantiate(cfg).encoder
+    enc = from_yaml(SequenceEncoder, spec)
     assert type(enc) is getattr(importlib.import_module(module), name)
     for key, value in spec["init_args"].items():
         assert getattr(enc, key) == value, key

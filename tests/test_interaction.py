@@ -5,9 +5,8 @@ import math
 
 import pytest
 import torch
-import yaml
-from jsonargparse import ArgumentParser
 
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.interaction import (
     AdditionInteraction,
     ConcatInteraction,
@@ -156,13 +155,10 @@ def test_gradients_flow_through_soft_heads_to_the_distances(name):
 
 @pytest.mark.parametrize("name", INTERACTIONS)
 def test_every_interaction_builds_from_yaml(name):
-    parser = ArgumentParser()
-    parser.add_argument("--interaction", type=InteractionFactory)
     cls = INTERACTIONS[name]
     init = "init_args: {output_size: 7}" if name in ("mlp", "gcn") else ""
     snippet = f"class_path: {cls.__module__}.{cls.__name__}\n{init}"
-    cfg = parser.parse_object({"interaction": yaml.safe_load(snippet)})
-    g = parser.instantiate(cfg).interaction(H)
+    g = from_yaml(InteractionFactory, snippet)(H)
     assert type(g) is cls and g.input_size == H
     if init:
         assert g.output_size == 7

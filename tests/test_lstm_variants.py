@@ -11,7 +11,7 @@ import torch
 from onlstm_tasks.encoders import CIFGLSTM, LSTM, NoForgetLSTM, PeepholeLSTM
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.lstm_variants import CIFGCell, NoForgetCell, PeepholeCell
-from recurrent_batches import mixed_batch
+from helpers.recurrent import mixed_batch
 
 
 

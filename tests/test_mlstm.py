@@ -7,13 +7,12 @@ import math
 
 import pytest
 import torch
-import yaml
-from jsonargparse import ArgumentParser
 
+from helpers.recurrent import assert_padding_invariant, mixed_batch, random_bias_cell
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.mlstm import MLSTM, MLSTMCell
-from recurrent_batches import LENGTHS, mixed_batch
 
 F64 = torch.float64
 
@@ -45,10 +44,8 @@ def hand_step(cell, x, C, n, forget_gate):
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_one_step_equals_the_unstabilised_equations(forget_gate):
-    torch.manual_seed(0)
-    cell = MLSTMCell(3, 4, num_heads=2, forget_gate=forget_gate).double()
+    cell = random_bias_cell(MLSTMCell, 3, 4, num_heads=2, forget_gate=forget_gate, seed=0)
     with torch.no_grad():
-        cell.bias.uniform_(-1, 1)
         cell.bias[16:18] = -4.0  # small input gates, so row 0's tiny n keeps |n^T q| below 1
     x = torch.randn(3, 3, dtype=F64)
     scale = torch.tensor([1e-3, 100.0, 100.0], dtype=F64)[:, None, None]
@@ -66,10 +63,7 @@ def test_one_step_equals_the_unstabilised_equations(forget_gate):
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_a_sequence_from_the_zero_state_equals_the_unstabilised_recurrence(forget_gate):
-    torch.manual_seed(1)
-    cell = MLSTMCell(5, 4, num_heads=2, forget_gate=forget_gate).double()
-    with torch.no_grad():
-        cell.bias.uniform_(-1, 1)
+    cell = random_bias_cell(MLSTMCell, 5, 4, num_heads=2, forget_gate=forget_gate, seed=1)
     x, mask = batch()
     C, n = torch.zeros(4, 2, 2, 2, dtype=F64), torch.zeros(4, 2, 2, dtype=F64)
     recurrent, parallel = run_cell(cell, x, mask), cell.parallel(x, mask)
@@ -114,17 +108,7 @@ def test_parallel_form_equals_recurrent_form_outputs_and_gradients(bidirectional
 def test_padding_invariance_and_zero_outputs(parallel, bidirectional):
     torch.manual_seed(3)
     enc = MLSTM(5, 4, num_layers=2, bidirectional=bidirectional, num_heads=2, parallel=parallel).double().eval()
-    x, mask = batch()
-    out = enc(x, mask)
-    noisy = enc(torch.where(mask[..., None], x, 100 * torch.randn_like(x)), mask)
-    assert out.hidden.shape == (4, 6, enc.output_size) and len(out.layers) == 2
-    for layer, layer_noisy in zip(out.layers, noisy.layers):
-        assert bool((layer[~mask] == 0).all())
-        torch.testing.assert_close(layer, layer_noisy, rtol=0, atol=1e-14)
-    for b, n in enumerate(LENGTHS):
-        alone = enc(x[b : b + 1, :n])
-        for layer, layer_alone in zip(out.layers, alone.layers):
-            torch.testing.assert_close(layer[b, :n], layer_alone[0], rtol=1e-12, atol=1e-12)
+    assert len(assert_padding_invariant(enc, *batch(), noise_atol=1e-14).layers) == 2
 
 
 def test_garbage_padding_gives_no_nan_gradients():
@@ -171,9 +155,7 @@ def test_gradcheck_tiny(parallel):
 def test_builds_from_yaml_through_jsonargparse():
     snippet = ("class_path: onlstm_tasks.encoders.mlstm.MLSTM\ninit_args: {input_size: 6, hidden_size: 8, "
                "num_heads: 4, bidirectional: true, num_layers: 2, parallel: false}")
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=SequenceEncoder)
-    enc = parser.instantiate(parser.parse_object({"encoder": yaml.safe_load(snippet)})).encoder
+    enc = from_yaml(SequenceEncoder, snippet)
     assert isinstance(enc, MLSTM) and enc.num_heads == 4 and not enc.parallel and enc.forget_gate == "sigmoid"
     assert enc.cells[0].head_size == 2 and enc.output_size == 16
     x = torch.randn(2, 3, 6)

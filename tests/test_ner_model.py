@@ -19,6 +19,7 @@ from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.ner import NERTagger, scheme_of
+from onlstm_tasks.trees.source import HasDistances
 
 EMBEDDER = functools.partial(WordCharEmbedder, word_dim=16, char_dim=8, char_features=8, dropout=0.0)
 ENCODERS = {
@@ -72,7 +73,7 @@ def per_example(model: NERTagger):
         for b, n in enumerate(batch.tokens.mask.sum(dim=1).tolist()):
             row = {"emissions": emissions[b, :n], "hidden": encoded.hidden[b, :n], "tags": tags[b, :n],
                    "prediction": {k: v for k, v in predictions[b].items() if k != "index"}}
-            if encoded.distances is not None:
+            if isinstance(encoded, HasDistances):
                 row["distances"] = encoded.distances[:, :, b, :n]
             out.append(row)
         return out

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from jsonargparse import ArgumentParser
 from torch import nn
 
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.encoders import SequenceEncoder
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.nested_lstm import NestedLSTM, NestedLSTMCell
@@ -212,10 +212,7 @@ def test_cell_parameter_shapes():
 
 
 def build_from_yaml(snippet: str) -> SequenceEncoder:
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=SequenceEncoder)
-    cfg = parser.parse_object({"encoder": yaml.safe_load(snippet)})
-    return parser.instantiate(cfg).encoder
+    return from_yaml(SequenceEncoder, snippet)
 
 
 def test_builds_from_yaml_through_jsonargparse():

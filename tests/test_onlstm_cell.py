@@ -15,7 +15,7 @@ from onlstm_tasks.encoders.onlstm.equations import (
     regrouped_cell_update,
 )
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
-from recurrent_batches import mixed_batch
+from helpers.recurrent import mixed_batch
 
 LEVELS, CHUNK = 5, 3
 

@@ -36,8 +36,12 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     return path
 
 
-def assert_points_at(err: pytest.ExceptionInfo, path: Path | str, line: int, expected: str) -> None:
-    """The message starts with 'file:line: ' and says what was expected."""
+def assert_refused(read, tmp_path: Path, name: str, content: str | bytes, line: int, expected: str) -> None:
+    """``read`` refuses the file ``name`` holding ``content``: the message starts with 'file:line: ' and says what
+    was expected."""
+    path = write(tmp_path, name, content)
+    with pytest.raises(DataFormatError) as err:
+        read(path)
     message = str(err.value)
     assert message.startswith(f"{path}:{line}: "), message
     assert expected in message, message
@@ -91,10 +95,7 @@ def test_columns_iobes_crlf_and_non_breaking_space(tmp_path):
     ],
 )
 def test_columns_bad_input(tmp_path, content, line, expected):
-    path = write(tmp_path, "bad.conll", content)
-    with pytest.raises(DataFormatError) as err:
-        read_columns(path)
-    assert_points_at(err, path, line, expected)
+    assert_refused(read_columns, tmp_path, "bad.conll", content, line, expected)
 
 
 # --------------------------------------------------------------------------------------------- conll2012
@@ -178,10 +179,7 @@ def row(i: int, word: str, parse: str = "*", ne: str = "*") -> str:
     ],
 )
 def test_conll2012_bad_input(tmp_path, content, line, expected):
-    path = write(tmp_path, "bad.gold_conll", content)
-    with pytest.raises(DataFormatError) as err:
-        read_conll2012(path)
-    assert_points_at(err, path, line, expected)
+    assert_refused(read_conll2012, tmp_path, "bad.gold_conll", content, line, expected)
 
 
 def test_conll2012_counts_word_number_gaps_and_other_comments(tmp_path):
@@ -246,10 +244,7 @@ def conllx_row(i: int | str, word: str, head: str, tag: str = "O") -> str:
     ],
 )
 def test_conllx_bad_input(tmp_path, content, line, expected):
-    path = write(tmp_path, "bad.conllx", content)
-    with pytest.raises(DataFormatError) as err:
-        read_conllx(path)
-    assert_points_at(err, path, line, expected)
+    assert_refused(read_conllx, tmp_path, "bad.conllx", content, line, expected)
 
 
 # ------------------------------------------------------------------------------------------ dataset rows

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-import yaml
-from jsonargparse import ArgumentParser
 
+from helpers.recurrent import LENGTHS, assert_padding_invariant, mixed_batch, random_bias_cell
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.encoders.cell_stack import run_cell
 from onlstm_tasks.encoders.slstm import SLSTM, SLSTMCell
-from recurrent_batches import LENGTHS, mixed_batch
 
 F64 = torch.float64
 
@@ -43,10 +42,7 @@ def hand_step(cell, x, h, c_true, n_true, forget_gate):
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_one_step_equals_the_unstabilised_equations(forget_gate):
-    torch.manual_seed(0)
-    cell = SLSTMCell(3, 4, num_heads=2, forget_gate=forget_gate).double()
-    with torch.no_grad():
-        cell.bias.uniform_(-1, 1)  # keep exp(f~) moderate for the exp gate
+    cell = random_bias_cell(SLSTMCell, 3, 4, num_heads=2, forget_gate=forget_gate, seed=0)  # exp(f~) moderate
     x, h = torch.randn(2, 3, dtype=F64), torch.randn(2, 4, dtype=F64)
     c_true, n_true = torch.randn(2, 4, dtype=F64), torch.rand(2, 4, dtype=F64) + 0.5
     m = torch.randn(2, 4, dtype=F64)  # any stabiliser: the state stores c * exp(-m), n * exp(-m)
@@ -62,10 +58,7 @@ def test_one_step_equals_the_unstabilised_equations(forget_gate):
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_a_sequence_from_the_zero_state_equals_the_unstabilised_recurrence(forget_gate):
-    torch.manual_seed(1)
-    cell = SLSTMCell(5, 4, num_heads=2, forget_gate=forget_gate).double()
-    with torch.no_grad():
-        cell.bias.uniform_(-1, 1)
+    cell = random_bias_cell(SLSTMCell, 5, 4, num_heads=2, forget_gate=forget_gate, seed=1)
     x, mask = batch()
     got = run_cell(cell, x, mask)
     h = c = n = torch.zeros(len(LENGTHS), 4, dtype=F64)
@@ -129,18 +122,7 @@ def test_head_wise_mixing_keeps_heads_apart():
 def test_padding_invariance_and_zero_outputs(bidirectional, forget_gate):
     torch.manual_seed(4)
     enc = SLSTM(5, 4, num_layers=2, bidirectional=bidirectional, num_heads=2, forget_gate=forget_gate).double()
-    enc.eval()
-    x, mask = batch()
-    out = enc(x, mask)
-    noisy = enc(torch.where(mask[..., None], x, 100 * torch.randn_like(x)), mask)
-    assert out.hidden.shape == (4, 6, enc.output_size) and len(out.layers) == 2
-    for layer, layer_noisy in zip(out.layers, noisy.layers):
-        assert bool((layer[~mask] == 0).all())
-        torch.testing.assert_close(layer, layer_noisy, rtol=0, atol=0)
-    for b, n in enumerate(LENGTHS):
-        alone = enc(x[b : b + 1, :n])
-        for layer, layer_alone in zip(out.layers, alone.layers):
-            torch.testing.assert_close(layer[b, :n], layer_alone[0], rtol=1e-12, atol=1e-12)
+    assert len(assert_padding_invariant(enc.eval(), *batch()).layers) == 2
 
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
@@ -164,9 +146,7 @@ def test_forget_gate_starts_at_long_memory_for_both_kinds():
 def test_builds_from_yaml_through_jsonargparse():
     snippet = ("class_path: onlstm_tasks.encoders.slstm.SLSTM\ninit_args: {input_size: 6, hidden_size: 8, "
                "num_heads: 4, bidirectional: true, num_layers: 2, forget_gate: exp}")
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=SequenceEncoder)
-    enc = parser.instantiate(parser.parse_object({"encoder": yaml.safe_load(snippet)})).encoder
+    enc = from_yaml(SequenceEncoder, snippet)
     assert isinstance(enc, SLSTM) and enc.num_heads == 4 and enc.forget_gate == "exp"
     assert enc.cells[0].weight_hh.shape == (4, 4, 2, 2) and enc.output_size == 16
     x = torch.randn(2, 3, 6)

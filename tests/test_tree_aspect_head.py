@@ -13,10 +13,10 @@ import pytest
 import torch
 import yaml
 from cli_helpers import tiny_absa_config
-from jsonargparse import ArgumentParser
 from model_invariants import assert_a_step_lowers_the_loss
 from shared_data import SHARED_DATA, requires_shared_data
 
+from helpers.yaml_build import from_yaml
 from helpers.aspect_batch import D, LENGTHS, aspect_batch
 from onlstm_tasks.cli import main
 from onlstm_tasks.data.absa import AspectSentimentDataModule
@@ -187,8 +187,6 @@ def test_semeval_laptops_parses_cover_the_hub_layout():
 
 
 def head_from_yaml(interaction: str, tree_source: str = "gold") -> HeadFactory:
-    parser = ArgumentParser()
-    parser.add_argument("--head", type=HeadFactory)
     snippet = f"""
     class_path: onlstm_tasks.modules.tree_aspect_head.TreeAwareAspectHead
     init_args:
@@ -199,7 +197,7 @@ def head_from_yaml(interaction: str, tree_source: str = "gold") -> HeadFactory:
         class_path: onlstm_tasks.interaction.{interaction}
       tree_source: {tree_source}
     """
-    return parser.instantiate(parser.parse_object({"head": yaml.safe_load(snippet)})).head
+    return from_yaml(HeadFactory, snippet)
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from jsonargparse import ArgumentParser
 from model_invariants import (
     assert_batched_equals_single,
     assert_checkpoint_round_trip,
     assert_gradients_reach_every_parameter,
 )
 
+from helpers.yaml_build import from_yaml
 from onlstm_tasks.data.ner import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM, SequenceEncoder, TreeEncoder, TreeOutput
@@ -266,8 +266,6 @@ def test_clear_errors():
 
 
 def test_builds_from_yaml_through_jsonargparse():
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=SequenceEncoder)
     snippet = """
     class_path: onlstm_tasks.encoders.tree_lstm.ChildSumTreeLSTM
     init_args:
@@ -279,7 +277,7 @@ def test_builds_from_yaml_through_jsonargparse():
         init_args: {hidden_size: 8, chunk_size: 2, bidirectional: true}
       top_down: false
     """
-    enc = parser.instantiate(parser.parse_object({"encoder": yaml.safe_load(snippet)})).encoder
+    enc = from_yaml(SequenceEncoder, snippet)
     assert type(enc) is ChildSumTreeLSTM and enc.input_size == 5 and enc.output_size == 4
     assert isinstance(enc.encoder, ONLSTM) and enc.encoder.output_size == 16 and enc.top_down is None
     x, mask, _ = batch_of([[0, 0, 1], [0]], dtype=torch.float32)
@@ -300,11 +298,8 @@ EMBEDDER = functools.partial(WordCharEmbedder, word_dim=8, char_dim=4, char_feat
 
 
 def encoder_factory(**options) -> EncoderFactory:
-    parser = ArgumentParser()
-    parser.add_argument("--encoder", type=EncoderFactory)
-    config = {"class_path": "onlstm_tasks.encoders.tree_lstm.ChildSumTreeLSTM",
-              "init_args": {"hidden_size": 6, "tree_source": "gold", **options}}
-    return parser.instantiate(parser.parse_object({"encoder": config})).encoder
+    return from_yaml(EncoderFactory, {"class_path": "onlstm_tasks.encoders.tree_lstm.ChildSumTreeLSTM",
+                                      "init_args": {"hidden_size": 6, "tree_source": "gold", **options}})
 
 
 @pytest.fixture(scope="module")

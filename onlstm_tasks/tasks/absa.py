@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
@@ -16,16 +14,11 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from onlstm_tasks.classification_report import format_report
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
-from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder
+from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.modules.aspect_classifier import AspectClassifier
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
-from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
-from onlstm_tasks.tasks.lm_trees import attach_lm_trees
-from onlstm_tasks.tasks.optimization import optimizers_config
-from onlstm_tasks.tasks.tree_fields import induced_tree_fields
-from onlstm_tasks.tasks.words import EncodesWords
-from onlstm_tasks.trees.source import TreeSource
+from onlstm_tasks.tasks.task_model import TaskModel
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +26,7 @@ EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 HeadFactory = Callable[[int], AspectHead]
 
 
-class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
+class AspectSentimentClassifier(TaskModel):
     """Polarity of one aspect term in a sentence.
 
     Args:
@@ -57,6 +50,8 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
     (``head.encoder`` reading the embedded words alone, as in :class:`AspectPoolingHead`) over raw token lists.
     """
 
+    monitor = "val_accuracy"
+
     def __init__(
         self,
         word_vocab: list[str],
@@ -76,10 +71,7 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         embedder = (embedder or default_embedder)(word_vocab, char_vocab)
         self.net = AspectClassifier(embedder, (head or AspectPoolingHead)(embedder.output_size), len(labels),
                                     dropout=dropout)
-        self.tree_lm = attach_lm_trees(self.net.head, lm_trees)  # tree_source lm: the frozen language model
-        if self.tree_lm is not None:
-            self.hparams["lm_trees"] = self.tree_lm.config_json()  # the checkpoint rebuilds it without the file
-        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        self.attach(lm_trees, optimizer, lr_scheduler)
         n = len(labels)
         self.metrics = nn.ModuleDict({
             f"{stage}_{name}": metric
@@ -91,9 +83,6 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         self.register_load_state_dict_pre_hook(_weights_under_net)  # checkpoints written before the network moved
 
     # ---- probing (EncodesWords) ---------------------------------------------------------------------------
-    def word_embedder(self) -> TokenEmbedder:
-        return self.net.embedder
-
     def sentence_encoder(self) -> SequenceEncoder:
         """``head.encoder`` when it reads the embedded sentence alone; TD/TC heads (left/right context encoders)
         and the attention head (whose encoder reads [word; aspect] vectors) have no such encoder."""
@@ -147,13 +136,7 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
     def on_test_epoch_end(self) -> None:
         report = format_report(self.test_confusion.compute(), self.labels)  # summed over every process
         self.test_confusion.reset()
-        log_dir = self.trainer.log_dir  # a collective under DDP: every process must ask
-        if self.trainer.is_global_zero:
-            print(f"\nPer-class report:\n{report}")
-            if log_dir:
-                path = Path(log_dir) / "test_report.txt"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(report)
+        self.save_test_report("Per-class report", report)
 
     def predict_step(self, batch, batch_idx):
         """Per example: the aspect (tokens and token span), the polarity and class probabilities, and the tree the
@@ -161,7 +144,7 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
         ON-LSTM (the JSONL writer adds the aspect term and character span from the input)."""
         logits, encoded = self.net(batch.tokens, batch.aspect_mask, self.tree_heads(batch))
         probabilities = torch.softmax(logits, dim=-1)
-        trees = self._induced_trees(batch, encoded)
+        trees = self.tree_fields(batch, encoded, self.net.head)  # encoded: None for heads without a sentence pass
         rows = []
         for row, index in enumerate(batch.index):
             p = probabilities[row]
@@ -172,30 +155,6 @@ class AspectSentimentClassifier(EncodesWords, TaskHubMixin, pl.LightningModule):
                          "probabilities": {label: round(float(v), 6) for label, v in zip(self.labels, p)},
                          **trees[row]})
         return rows
-
-    def _induced_trees(self, batch, encoded: EncoderOutput | None) -> list[dict]:
-        """Tree fields per row (:func:`induced_tree_fields`) from the head's pass over the whole sentence
-        (``encoded``), read as the head's own ``tree_source`` would read them (its ``distance_layer`` and
-        ``direction_combination``); empty dicts for heads without such an encoder (TD/TC, attention) or encoders
-        without distances."""
-        if self.tree_lm is not None:  # tree_source lm: the language model's trees, those the head read
-            return self.tree_lm.tree_fields(batch.tokens.words, batch.tokens.mask)
-        if encoded is None:
-            return [{} for _ in batch.index]
-        source = getattr(self.net.head, "tree_source", TreeSource())
-        return induced_tree_fields(encoded, batch.tokens.mask, batch.tokens.words, source.distance_layer,
-                                   source.direction_combination, gate=source.distance_gate)
-
-    def tree_heads(self, batch) -> torch.Tensor | None:
-        """The heads the head reads: the frozen language model's (``tree_source: lm``), else the batch's gold heads
-        (None without them)."""
-        if self.tree_lm is not None:
-            return self.tree_lm.heads(batch.tokens.words, batch.tokens.mask)
-        return getattr(batch, "heads", None)
-
-    def configure_optimizers(self):
-        trainable = [p for p in self.parameters() if p.requires_grad]  # not the frozen language model's
-        return optimizers_config(trainable, self.optimizer_factory, self.scheduler_factory, "val_accuracy")
 
 
 def _weights_under_net(module, state_dict, prefix, *args) -> None:

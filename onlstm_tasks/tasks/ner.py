@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-import lightning.pytorch as pl
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
@@ -18,21 +16,16 @@ from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
 from onlstm_tasks.metrics import EntityF1
 from onlstm_tasks.modules.tagger import CRFTagger
 from onlstm_tasks.tasks.gathered import log_gathered
-from onlstm_tasks.tasks.hub import TaskHubMixin
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.lm_features import attach_lm_features
-from onlstm_tasks.tasks.lm_trees import attach_lm_trees
-from onlstm_tasks.tasks.optimization import optimizers_config
-from onlstm_tasks.tasks.tree_fields import induced_tree_fields
-from onlstm_tasks.tasks.words import EncodesWords
-from onlstm_tasks.trees.source import TreeSource
+from onlstm_tasks.tasks.task_model import TaskModel
 
 log = logging.getLogger(__name__)
 
 EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
 
 
-class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
+class NERTagger(TaskModel):
     """CRF tagger over any embedder and encoder.
 
     Args:
@@ -62,6 +55,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
     """
 
     empty_record = {"tags": [], "entities": []}  # the prediction of an empty input line (with "empty": true)
+    monitor = "val_f1"
 
     def __init__(
         self,
@@ -88,17 +82,11 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         encoder = (encoder or default_encoder(**TAGGER))(embedder.output_size)
         self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
         self.labels, self.tag_scheme = list(labels), tag_scheme
-        self.tree_lm = attach_lm_trees(self.net, lm_trees)  # tree_source lm: the frozen language model
-        if self.tree_lm is not None:
-            self.hparams["lm_trees"] = self.tree_lm.config_json()  # the checkpoint rebuilds it without the file
-        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
+        self.attach(lm_trees, optimizer, lr_scheduler)
         self.val_f1 = EntityF1(labels, scheme=tag_scheme)
         self.test_f1 = EntityF1(labels, scheme=tag_scheme)
 
     # ---- probing (EncodesWords) ---------------------------------------------------------------------------
-    def word_embedder(self) -> TokenEmbedder:
-        return self.net.embedder
-
     def sentence_encoder(self) -> SequenceEncoder:
         return self.net.encoder
 
@@ -131,14 +119,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
     def on_test_epoch_end(self) -> None:
         report = self.test_f1.report()  # gathered from every process, like the scores
         self._log_scores(self.test_f1, "test")
-        log_dir = self.trainer.log_dir  # a collective under DDP: every process must ask
-        if self.trainer.is_global_zero:
-            print(f"\nEntity-level classification report (seqeval, conlleval-compatible mode):\n{report}")
-            if log_dir:
-                path = Path(log_dir) / "test_report.txt"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(report)
-                log.info("test report saved to %s", path)
+        self.save_test_report("Entity-level classification report (seqeval, conlleval-compatible mode)", report)
 
     def _log_scores(self, metric: EntityF1, prefix: str) -> None:
         scores = metric.compute()
@@ -150,12 +131,7 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
         """Per sentence: tokens, IOB2 tags, entities and (ON-LSTM encoders) the induced ``tree`` and ``heads``."""
         mask = batch.tokens.mask
         tags, encoded = self.net.predict(batch.tokens, self.tree_heads(batch))
-        if self.tree_lm is not None:  # tree_source lm: the language model's trees, those the encoder read
-            trees = self.tree_lm.tree_fields(batch.tokens.words, mask)
-        else:
-            source = getattr(self.net.encoder, "tree_source", TreeSource())  # a tree-reading encoder's own reading
-            trees = induced_tree_fields(encoded, mask, batch.tokens.words, source.distance_layer,
-                                        source.direction_combination, gate=source.distance_gate)
+        trees = self.tree_fields(batch, encoded, self.net.encoder)
         out = []
         for row, index in enumerate(batch.index):
             n = int(mask[row].sum())
@@ -176,23 +152,6 @@ class NERTagger(EncodesWords, TaskHubMixin, pl.LightningModule):
                              "sentences do not have: its distances past the first stage depend on them, so it "
                              "cannot be probed from words alone (models with tree_source none, induced or lm can)")
         return None
-
-    def tree_heads(self, batch) -> torch.Tensor | None:
-        """The heads the encoder reads: the frozen language model's (``tree_source: lm``), else the batch's gold
-        heads (None without them)."""
-        if self.tree_lm is not None:
-            return self.tree_lm.heads(batch.tokens.words, batch.tokens.mask)
-        return batch_heads(batch)
-
-    # ---- optimisation -------------------------------------------------------------------------------------
-    def configure_optimizers(self):
-        trainable = [p for p in self.parameters() if p.requires_grad]  # not the frozen language model's
-        return optimizers_config(trainable, self.optimizer_factory, self.scheduler_factory, "val_f1")
-
-
-def batch_heads(batch) -> torch.Tensor | None:
-    """The batch's gold heads ([B, T], 0-based) or None (batches built outside the data module may lack them)."""
-    return getattr(batch, "heads", None)
 
 
 def scheme_of(labels: Sequence[str]) -> str:
