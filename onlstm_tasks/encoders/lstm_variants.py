@@ -54,6 +54,17 @@ class GatedCell(RecurrentCell):
         """The ``gates`` pre-activation blocks, each [B, H]."""
         return torch.addmm(x_t, h, self.weight_hh.t()).chunk(self.gates, dim=-1)
 
+    def step(self, x_t: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        h, c = state
+        c_new, o = self.update(self.pre_activations(x_t, h), c)
+        h_new = torch.sigmoid(o) * torch.tanh(c_new)
+        return h_new, (h_new, c_new)
+
+    def update(self, gates: tuple[torch.Tensor, ...], c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The variant's own equations: ``(c_t, the output gate's pre-activation)`` from the gate blocks and
+        ``c_{t-1}``; :meth:`step` gives ``h_t = s(o) * tanh(c_t)``."""
+        raise NotImplementedError
+
 
 class PeepholeCell(GatedCell):
     """Gate rows ``[i | f | g | o]`` plus diagonal peephole weights ``peephole`` [3, H] for ``i``, ``f``, ``o``."""
@@ -64,13 +75,11 @@ class PeepholeCell(GatedCell):
         super().__init__(input_size, hidden_size)
         self.peephole = nn.Parameter(torch.zeros(3, hidden_size))  # zero start: a plain LSTM until trained
 
-    def step(self, x_t: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = state
-        i, f, g, o = self.pre_activations(x_t, h)
+    def update(self, gates: tuple[torch.Tensor, ...], c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        i, f, g, o = gates
         p_i, p_f, p_o = self.peephole
         c_new = torch.sigmoid(f + p_f * c) * c + torch.sigmoid(i + p_i * c) * torch.tanh(g)
-        h_new = torch.sigmoid(o + p_o * c_new) * torch.tanh(c_new)
-        return h_new, (h_new, c_new)
+        return c_new, o + p_o * c_new
 
 
 class CIFGCell(GatedCell):
@@ -78,13 +87,10 @@ class CIFGCell(GatedCell):
 
     gates = 3
 
-    def step(self, x_t: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = state
-        f, g, o = self.pre_activations(x_t, h)
+    def update(self, gates: tuple[torch.Tensor, ...], c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f, g, o = gates
         f = torch.sigmoid(f)
-        c_new = f * c + (1.0 - f) * torch.tanh(g)
-        h_new = torch.sigmoid(o) * torch.tanh(c_new)
-        return h_new, (h_new, c_new)
+        return f * c + (1.0 - f) * torch.tanh(g), o
 
 
 class NoForgetCell(GatedCell):
@@ -92,12 +98,9 @@ class NoForgetCell(GatedCell):
 
     gates = 3
 
-    def step(self, x_t: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = state
-        i, g, o = self.pre_activations(x_t, h)
-        c_new = c + torch.sigmoid(i) * torch.tanh(g)
-        h_new = torch.sigmoid(o) * torch.tanh(c_new)
-        return h_new, (h_new, c_new)
+    def update(self, gates: tuple[torch.Tensor, ...], c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        i, g, o = gates
+        return c + torch.sigmoid(i) * torch.tanh(g), o
 
 
 class _VariantEncoder(CellStackEncoder):

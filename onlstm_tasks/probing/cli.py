@@ -153,12 +153,7 @@ def run_eval(args: argparse.Namespace) -> None:
         trees, skipped = read_ontonotes_gold(args.gold, split, args.name, args.data_dir, args.revision)
         print(f"read {len(trees)} trees from {args.gold} ({split}); {skipped} sentences without a parse tree "
               f"skipped", file=sys.stderr)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ValueError(f"--limit must be positive, got {args.limit}")
-        trees = trees[: args.limit]
-    if not trees:
-        raise ValueError(f"no gold trees to score in {args.gold}")
+    trees = _limited(trees, args, "trees")
 
     if args.baseline:
         if args.combine or args.drop_punctuation or args.ensemble or args.choose_ensemble:
@@ -193,6 +188,17 @@ def run_eval(args: argparse.Namespace) -> None:
     _note_empty_gold(next(iter(results.values())))
 
 
+def _limited(items: list, args: argparse.Namespace, what: str) -> list:
+    """The first ``--limit`` gold ``what`` (all without it); an error for a limit below 1 or nothing to score."""
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be positive, got {args.limit}")
+        items = items[: args.limit]
+    if not items:
+        raise ValueError(f"no gold {what} to score in {args.gold}")
+    return items
+
+
 def run_eval_dependencies(args: argparse.Namespace) -> None:
     """``eval --format conllx``: UAS of a checkpoint's induced heads (or of a chain baseline) on a CoNLL-X/U file."""
     extra = [flag for flag, value in (("--split", args.split), ("--data-dir", args.data_dir), ("--name", args.name),
@@ -204,12 +210,7 @@ def run_eval_dependencies(args: argparse.Namespace) -> None:
         raise ValueError(f"{', '.join(extra)} do not apply to --format conllx")
     sentences = read_conll_dependencies(args.gold)
     print(f"read {len(sentences)} sentences from {args.gold}", file=sys.stderr)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ValueError(f"--limit must be positive, got {args.limit}")
-        sentences = sentences[: args.limit]
-    if not sentences:
-        raise ValueError(f"no gold sentences to score in {args.gold}")
+    sentences = _limited(sentences, args, "sentences")
     if args.baseline:
         if args.baseline not in CHAIN_BASELINES:
             raise ValueError(f"--format conllx scores dependency heads: --baseline is one of {CHAIN_BASELINES}")

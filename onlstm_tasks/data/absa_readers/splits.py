@@ -12,7 +12,6 @@ from onlstm_tasks.data.absa_readers.semeval_xml import read_semeval_xml
 from onlstm_tasks.data.absa_readers.seg import read_seg
 from onlstm_tasks.data.absa_readers.setfit import read_setfit_rows
 from onlstm_tasks.data.examples import Example
-from onlstm_tasks.data.split_files import DataFiles
 from onlstm_tasks.data.splits import Reader, SplitFormats, load_splits
 
 logger = logging.getLogger(__name__)
@@ -65,22 +64,15 @@ ABSA_FORMATS = SplitFormats(
 )
 
 
-def load_absa_splits(
-    path: str | os.PathLike,
-    name: str | None = None,
-    data_dir: str | None = None,
-    data_files: DataFiles | None = None,
-    revision: str | None = None,
-    format: str = "auto",
-    **options: Any,
-) -> dict[str, list[Example]]:
+def load_absa_splits(path: str | os.PathLike, **options: Any) -> dict[str, list[Example]]:
     """Every split of a hub dataset, a local dataset folder, or SemEval XML / ``.seg`` files as Examples, one per
-    aspect (:func:`~onlstm_tasks.data.splits.load_splits` with :data:`ABSA_FORMATS`).
+    aspect (:func:`~onlstm_tasks.data.splits.load_splits` with :data:`ABSA_FORMATS`: ``name``, ``data_dir``,
+    ``data_files``, ``revision`` and ``format`` as there).
 
     Datasets follow the ``tomaarsen/setfit-absa-semeval-*`` schema; file splits are found by names with a
     train/validation/dev/test token (``Laptop_Train_v2.xml``, ``Laptops_Test_Gold.xml``). ``format="auto"``
     reads files when the inputs hold ``.xml`` or ``.seg`` files (XML preferred; other files are ignored and
-    logged), else a dataset. ``options`` go to the reader (``keep_conflict=True`` keeps the conflict class).
+    logged), else a dataset. Other ``options`` go to the reader (``keep_conflict=True`` keeps the conflict
+    class).
     """
-    return load_splits(ABSA_FORMATS, path, name=name, data_dir=data_dir, data_files=data_files, revision=revision,
-                       format=format, **options)
+    return load_splits(ABSA_FORMATS, path, **options)

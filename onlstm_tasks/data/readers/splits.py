@@ -14,7 +14,7 @@ from onlstm_tasks.data.readers.conll2012 import read_conll2012
 from onlstm_tasks.data.readers.conllx import read_conllx
 from onlstm_tasks.data.readers.ontonotes import read_ontonotes_rows
 from onlstm_tasks.data.readers.tokens import read_token_rows
-from onlstm_tasks.data.split_files import DataFiles, normalise_split
+from onlstm_tasks.data.split_files import normalise_split
 from onlstm_tasks.data.splits import Reader, SplitFormats, load_splits
 
 __all__ = ["DATASET_FORMATS", "FILE_FORMATS", "NER_FORMATS", "READERS", "file_format", "load_ner_splits",
@@ -79,20 +79,12 @@ NER_FORMATS = SplitFormats(
 )
 
 
-def load_ner_splits(
-    path: str | os.PathLike,
-    name: str | None = None,
-    data_dir: str | None = None,
-    data_files: DataFiles | None = None,
-    revision: str | None = None,
-    format: str = "auto",
-    **reader_options: Any,
-) -> dict[str, list[Example]]:
+def load_ner_splits(path: str | os.PathLike, **options: Any) -> dict[str, list[Example]]:
     """Every split of a hub dataset, a local dataset folder or raw NER files as Examples
-    (:func:`~onlstm_tasks.data.splits.load_splits` with :data:`NER_FORMATS`).
+    (:func:`~onlstm_tasks.data.splits.load_splits` with :data:`NER_FORMATS`: ``name``, ``data_dir``,
+    ``data_files``, ``revision`` and ``format`` as there).
 
     ``format="auto"`` picks "ontonotes"/"tokens" by a dataset's columns, or a file format by extension.
-    ``reader_options`` go to the reader (e.g. ``include_pt=True``).
+    Other ``options`` go to the reader (e.g. ``include_pt=True``).
     """
-    return load_splits(NER_FORMATS, path, name=name, data_dir=data_dir, data_files=data_files, revision=revision,
-                       format=format, **reader_options)
+    return load_splits(NER_FORMATS, path, **options)

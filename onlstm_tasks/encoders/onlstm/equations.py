@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+from torch import Tensor
 import torch.nn.functional as F
 
 MASTER_INPUT_VARIANTS = ("paper", "symmetric")
@@ -83,14 +84,8 @@ def master_input_gate(logits: torch.Tensor, variant: str) -> torch.Tensor:
     raise ValueError(f"master_input must be one of {MASTER_INPUT_VARIANTS}, got {variant!r}")
 
 
-def ordered_cell_update(
-    c_prev: torch.Tensor,
-    c_hat: torch.Tensor,
-    forget: torch.Tensor,
-    input: torch.Tensor,
-    master_forget: torch.Tensor,
-    master_input: torch.Tensor,
-) -> torch.Tensor:
+def ordered_cell_update(c_prev: Tensor, c_hat: Tensor, forget: Tensor, input: Tensor, master_forget: Tensor,
+                        master_input: Tensor) -> Tensor:
     """The paper's soft update (eq. 14), every argument already broadcast to the cell's shape:
 
     omega = f~ * i~
@@ -104,14 +99,8 @@ def ordered_cell_update(
     )
 
 
-def regrouped_cell_update(
-    c_prev: torch.Tensor,
-    c_hat: torch.Tensor,
-    forget: torch.Tensor,
-    input: torch.Tensor,
-    master_forget: torch.Tensor,
-    master_input: torch.Tensor,
-) -> torch.Tensor:
+def regrouped_cell_update(c_prev: Tensor, c_hat: Tensor, forget: Tensor, input: Tensor, master_forget: Tensor,
+                          master_input: Tensor) -> Tensor:
     """:func:`ordered_cell_update` regrouped as the fast back ends compute it (one product per state):
 
     eff_in = i~ - w (1 - i),   eff_forget = f~ - w (1 - f),   c_t = eff_forget c_{t-1} + eff_in c^

@@ -14,27 +14,6 @@ from torch import nn
 from .equations import MASTER_INPUT_VARIANTS, onlstm_update
 
 
-def reference_step(
-    x: torch.Tensor,
-    h: torch.Tensor,
-    c: torch.Tensor,
-    weight_ih: torch.Tensor,
-    bias_ih: torch.Tensor,
-    weight_hh: torch.Tensor,
-    bias_hh: torch.Tensor,
-    chunk_size: int,
-    master_input: str = "paper",
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One ON-LSTM step for one input vector.
-
-    x: [D], h and c: [H]. Returns (h_t [H], c_t [H], forget distance (scalar), input distance (scalar)).
-    """
-    h_t, c_t, f_master, i_master = reference_gate_step(
-        x, h, c, weight_ih, bias_ih, weight_hh, bias_hh, chunk_size, master_input
-    )
-    return h_t, c_t, 1.0 - f_master.mean(), i_master.mean()
-
-
 def reference_gate_step(
     x: torch.Tensor,
     h: torch.Tensor,
@@ -46,12 +25,20 @@ def reference_gate_step(
     chunk_size: int,
     master_input: str = "paper",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`reference_step` returning the master gates themselves instead of their distances.
+    """One ON-LSTM step for one input vector, returning the master gates themselves.
 
-    Returns (h_t [H], c_t [H], master forget f~ [L] (non-decreasing), master input i~ [L] (non-increasing)).
+    x: [D], h and c: [H]. Returns (h_t [H], c_t [H], master forget f~ [L] (non-decreasing), master input i~ [L]
+    (non-increasing)).
     """
     pre = weight_ih @ x + bias_ih + weight_hh @ h + bias_hh
     return onlstm_update(pre, c, chunk_size, master_input)
+
+
+def reference_step(*step, **options) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`reference_gate_step` (the same arguments) returning the master gates' distances instead of the gates:
+    (h_t [H], c_t [H], forget distance ``1 - mean(f~)`` (scalar), input distance ``mean(i~)`` (scalar))."""
+    h_t, c_t, f_master, i_master = reference_gate_step(*step, **options)
+    return h_t, c_t, 1.0 - f_master.mean(), i_master.mean()
 
 
 class ReferenceONLSTMCell(nn.Module):
