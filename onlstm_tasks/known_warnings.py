@@ -14,7 +14,7 @@ WARNINGS = (
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated",
      "Lightning's own pytree helper on a newer torch; nothing in a config changes it"),
     (r"You are using a custom batch sampler `BucketBatchSampler` for prediction",
-     "our sampler never drops a batch (every input is predicted: tests/test_predict_outputs.py)"),
+     "our sampler never drops a batch (every input is predicted: tests/tasks/test_predict_outputs.py)"),
 )
 # INFO lines of Lightning's rank-zero logger that advertise, rather than inform
 INFO_LINES = ("💡 Tip: For seamless cloud logging",)

@@ -40,8 +40,8 @@ export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 
 if want tests; then
 step "CUDA tests"
-ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/test_onlstm_backends.py \
-  tests/test_onlstm_triton.py tests/test_crf_scan.py | tee /tmp/cuda_tests.log
+ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/encoders/test_onlstm_backends.py \
+  tests/encoders/test_onlstm_triton.py tests/modules/test_crf_scan.py | tee /tmp/cuda_tests.log
 tests=${PIPESTATUS[0]}
 row "CUDA tests" "$(tail -1 /tmp/cuda_tests.log) (exit $tests)"
 fi

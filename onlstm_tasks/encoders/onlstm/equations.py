@@ -5,8 +5,8 @@ Every implementation points here. The plain reference cell (:mod:`.reference`, t
 back ends compute the same update: the loop over length-sorted rows in the regrouped form below, with PyTorch
 operations (:mod:`.steps_torch`) or C++ kernels (``csrc/onlstm_cpu.cpp`` through :mod:`.native`), and the Triton
 kernel (:mod:`.triton_kernels`) in the form of :func:`ordered_cell_update`; all are tested against
-:func:`onlstm_update` through the reference cell (``tests/test_onlstm_cell.py``, ``tests/test_onlstm_fast.py``,
-``tests/test_onlstm_backends.py``, ``tests/test_onlstm_triton.py``).
+:func:`onlstm_update` through the reference cell (``tests/encoders/test_onlstm_cell.py``, ``tests/encoders/test_onlstm_fast.py``,
+``tests/encoders/test_onlstm_backends.py``, ``tests/encoders/test_onlstm_triton.py``).
 
 Gate layout of the pre-activations ``W_ih x + b_ih + W_hh h + b_hh`` (the layout of the authors' ``ON_LSTM.py``),
 ``L = hidden_size / chunk_size`` levels of ``C = chunk_size`` neurons, ``H = L * C``, ``G = 4H + 2L`` rows:

@@ -1,0 +1,36 @@
+"""``fit``, ``test`` and ``predict`` print no warning a user cannot act on (issue 34): run as a user runs them, in a
+fresh process, and every line of their stderr read."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers.cli import run_cli, tiny_ner_config
+
+# what a Python warning (``path.py:LINE: message``), Lightning's advice and the known noise look like
+NOISE = re.compile(r"\.py:\d+: |Tip:|[Dd]eprecat|won't be reloaded|custom batch sampler|It is recommended to use")
+
+
+def noise(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if NOISE.search(line)]
+
+
+@pytest.mark.slow
+def test_fit_test_and_predict_print_no_warning(tmp_path):
+    config = tiny_ner_config(tmp_path)
+    fit = run_cli("fit", "--config", str(config), "--test_after_fit", "true")
+    assert fit.returncode == 0, fit.stderr[-3000:]
+    assert noise(fit.stderr) == []
+    best = str(tmp_path / "ckpt" / "best.ckpt")
+    test = run_cli("test", "--config", str(config), "--ckpt_path", best)
+    assert test.returncode == 0, test.stderr[-3000:]
+    assert noise(test.stderr) == []
+    sentences = tmp_path / "input.txt"
+    sentences.write_text("Anna Smith lives in Paris .\n\nBob works for Acme .\n")
+    predict = run_cli("predict", "--config", str(config), "--ckpt_path", best, "--data.init_args.path", "null",
+                      "--data.init_args.predict_file", str(sentences))
+    assert predict.returncode == 0, predict.stderr[-3000:]
+    assert noise(predict.stderr) == []
+    assert len((tmp_path / "predictions.jsonl").read_text().splitlines()) == 3
