@@ -266,7 +266,7 @@ def test_bf16_autocast_runs_the_layer_in_float32(backend):
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in enc.parameters())
 
 
-@pytest.mark.parametrize("backend", BACKENDS + [pytest.param("triton", marks=pytest.mark.triton)])
+@pytest.mark.parametrize("backend", BACKENDS + [pytest.param("triton", marks=[pytest.mark.triton, pytest.mark.slow])])
 def test_autocast_reaches_no_operation_inside_the_layer(backend):
     """The layer runs wholly in float32 under autocast, its input projection too (under autocast a GEMM inside it
     would run in bf16, and the Triton kernels would read bf16 pre-activations, which a GPU's compiler refuses in

@@ -171,7 +171,7 @@ def test_second_window_and_its_gradients_match_the_reference_started_from_the_st
         torch.testing.assert_close(g_fast, g_slow, rtol=0, atol=tol, msg=lambda m: f"gradient of {name}: {m}")
 
 
-@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("symmetric", [False, pytest.param(True, marks=pytest.mark.slow)])  # (both: full suite)
 @pytest.mark.parametrize("dirs", [1, 2])
 @pytest.mark.parametrize("with_state", [True, False])
 def test_gradcheck_through_the_operator_with_state(symmetric, dirs, with_state):
