@@ -88,7 +88,8 @@ def _imported_names(module: str) -> dict[str, str]:
 
 def arguments(class_path: str) -> list[Argument] | None:
     """The constructor arguments of a package class with their defaults and docs (its own ``__init__``, else the
-    first base of the package that has one); None for a class outside the package."""
+    first base of the package that has one; an ``__init__`` with ``**kwargs`` adds its base's, as jsonargparse
+    follows them); None for a class outside the package."""
     found = find_class(class_path)
     if found is None:
         return None
@@ -100,8 +101,18 @@ def arguments(class_path: str) -> list[Argument] | None:
             positional = args.posonlyargs + args.args
             defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
             pairs = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
-            return [Argument(a.arg, None if d is None else ast.unparse(d), docs.get(a.arg, ""))
-                    for a, d in pairs if a.arg != "self"]
+            own = [Argument(a.arg, None if d is None else ast.unparse(d), docs.get(a.arg, ""))
+                   for a, d in pairs if a.arg != "self"]
+            if args.kwarg is None:
+                return own
+            names = {a.name for a in own}
+            return own + [a for a in _base_arguments(module, node, docs) or [] if a.name not in names]
+    return _base_arguments(module, node, docs)
+
+
+def _base_arguments(module: str, node: ast.ClassDef, docs: dict[str, str]) -> list[Argument] | None:
+    """The arguments of the first base of ``node`` that has any (docs from ``docs`` first); None for a base from
+    elsewhere (Lightning's ModelCheckpoint: its arguments are unknown here)."""
     imports = _imported_names(module)
     for base in node.bases:
         name = ast.unparse(base)

@@ -21,14 +21,25 @@ TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false",
 
 
 def accepted_keys(class_path: str) -> list[str]:
-    """The constructor arguments of the class at ``class_path`` (empty when it cannot be imported)."""
+    """The constructor arguments of the class at ``class_path`` (empty when it cannot be imported), those a
+    ``**kwargs`` hands on to a base class's constructor included (as jsonargparse follows them)."""
     module, _, name = class_path.rpartition(".")
     try:
         cls = getattr(__import__(module, fromlist=[name]), name)
-        params = inspect.signature(cls).parameters.values()
-    except (ImportError, AttributeError, TypeError, ValueError):
+    except (ImportError, AttributeError):
         return []
-    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    keys: list[str] = []
+    for klass in getattr(cls, "__mro__", ()):
+        if "__init__" not in vars(klass):
+            continue
+        try:
+            params = list(inspect.signature(klass.__init__).parameters.values())[1:]  # not self
+        except (TypeError, ValueError):
+            break
+        keys += [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in keys]
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return keys
 
 
 def classes_taking(key: str, class_path: str) -> list[str]:

@@ -23,11 +23,12 @@ from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
-from .base import TaskDataModule, adopt_checkpoint_data, carve_validation
+from .base import adopt_checkpoint_data, carve_validation
 from .batching import IGNORE, PinsMemory, TokenBatch
 from .examples import Example
-from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
+from .features import TokenEncoder, build_vocabularies, pad_tokens
 from .gold_trees import example_heads_from_parsed
+from .labelled import LabelledDataModule
 from .readers._common import read_lines
 from .vocab import Vocabulary
 
@@ -125,7 +126,7 @@ def distinct_sentences(examples: list[Example]) -> Iterable[Example]:
         first.setdefault(key, ex)
     return first.values()
 
-class AspectSentimentDataModule(TaskDataModule):
+class AspectSentimentDataModule(LabelledDataModule):
     """Aspect sentiment data from the hub, a local dataset folder, SemEval XML or ``.seg`` files; one example
     per aspect term. Arguments mirror ``datasets.load_dataset`` and :class:`~onlstm_tasks.data.ner.NERDataModule`.
 
@@ -140,16 +141,6 @@ class AspectSentimentDataModule(TaskDataModule):
         validation_ratio, seed: when the source has no validation split, this fraction of the training
             sentences (all aspects of a sentence together) is held out with this seed, so checkpoints are
             never selected on test.
-        min_freq, lowercase, normalize_digits, max_word_length: vocabulary and character options.
-        vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
-            fills it in for validate/test/predict with ``--ckpt_path``).
-        vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
-            ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
-            join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
-            their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
-            vocabulary: predicting needs no file.
-        lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
-            ``<unk>``; ``None``: on exactly with ``vectors``.
         predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
         parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
             output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
@@ -157,6 +148,8 @@ class AspectSentimentDataModule(TaskDataModule):
             or test sentence without a parse is an error; prediction inputs without one get no heads. A text parsed
             more than once keeps its first parse; that and the repairs of the projection are counted and logged
             per split.
+        options: the arguments every labelled task shares (:class:`~onlstm_tasks.data.labelled.LabelledDataModule`:
+            ``batch_size``, ``min_freq``, ``vocab_from``, ``vectors``, ...).
     """
 
     predict_file_format = 'JSON lines {"text": ..., "aspect": ...}'
@@ -164,34 +157,13 @@ class AspectSentimentDataModule(TaskDataModule):
     def __init__(
         self,
         path: str | None = "tomaarsen/setfit-absa-semeval-restaurants",
-        name: str | None = None,
         data_dir: str | None = None,
-        data_files: dict[str, Any] | str | None = None,
         revision: str | None = None,
-        format: str = "auto",
-        reader_options: dict[str, Any] | None = None,
         keep_conflict: bool = False,
-        batch_size: int = 32,
-        eval_batch_size: int = 64,
-        min_freq: int = 1,
-        lowercase: bool = False,
-        normalize_digits: bool = True,
-        max_word_length: int = 30,
-        validation_ratio: float = 0.1,
-        vocab_from: str | None = None,
-        predict_file: str | None = None,
         parses: str | None = None,
-        num_workers: int | None = None,
-        max_tokens: int | None = None,
-        seed: int = 0,
-        vectors: str | None = None,
-        vectors_max_words: int | None = 100_000,
-        lowercase_fallback: bool | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.normalizer = WordNormalizer(lowercase, normalize_digits,
-                                         lowercase_fallback_for(lowercase_fallback, vectors))
+        super().__init__(**options)
         self._parses: dict[str, ParsedSentence] | None = None
         self._duplicates: Counter[str] = Counter()  # text -> later parses of it ignored (the first one is kept)
 
@@ -203,10 +175,7 @@ class AspectSentimentDataModule(TaskDataModule):
 
     # ---- loading ------------------------------------------------------------------------------------------
     def _read_splits(self) -> dict[str, list[Example]]:
-        h = self.hparams
-        options = {**(h.reader_options or {}), "keep_conflict": h.keep_conflict}
-        return load_absa_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
-                                revision=h.revision, format=h.format, **options)
+        return load_absa_splits(self.hparams.path, **{**self.source_options(), "keep_conflict": self.hparams.keep_conflict})
 
     def _carve_validation(self, train: list[Example]) -> tuple[list[Example], list[Example]]:
         h = self.hparams

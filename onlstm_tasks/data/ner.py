@@ -12,12 +12,13 @@ import torch
 from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
 
-from .base import TaskDataModule, adopt_checkpoint_data
+from .base import adopt_checkpoint_data
 from .batching import PinsMemory, TokenBatch
 from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
-from .features import TokenEncoder, WordNormalizer, build_vocabularies, lowercase_fallback_for, pad_tokens
+from .features import TokenEncoder, build_vocabularies, pad_tokens
 from .gold_trees import example_heads, has_gold_tree
+from .labelled import LabelledDataModule
 from .readers import load_ner_splits
 from .readers._common import read_lines, split_fields
 from .tags import convert_scheme, split_tag
@@ -127,7 +128,7 @@ def read_prediction_file(path: str, pretokenized: bool) -> list[Example]:
     return examples
 
 
-class NERDataModule(TaskDataModule):
+class NERDataModule(LabelledDataModule):
     """NER data from the hub, a local dataset folder, or raw files; arguments mirror ``datasets.load_dataset``.
 
     Args:
@@ -143,54 +144,25 @@ class NERDataModule(TaskDataModule):
         gold_trees: whether batches carry gold trees (heads columns or parse trees, checked at setup). Default
             (None): when the model reads them (a ``tree_source`` of kind ``gold``); without a Trainer, whenever
             the data has them. Models that read no gold tree never see (nor fail on) the data's trees.
-        min_freq, lowercase, normalize_digits: word vocabulary options (training split only).
-        vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
-            fills it in for validate/test/predict with ``--ckpt_path``).
-        vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
-            ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
-            join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
-            their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
-            vocabulary: predicting needs no file.
-        lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
-            ``<unk>``; ``None``: on exactly with ``vectors``.
         predict_file: text file to tag, one sentence per line (``pretokenized``: space-separated tokens).
+        options: the arguments every labelled task shares (:class:`~onlstm_tasks.data.labelled.LabelledDataModule`:
+            ``batch_size``, ``min_freq``, ``vocab_from``, ``vectors``, ...).
     """
 
     def __init__(
         self,
         path: str = "ontonotes/conll2012_ontonotesv5",
-        name: str | None = None,
         data_dir: str | None = "english_v12",
-        data_files: dict[str, Any] | str | None = None,
         revision: str | None = "refs/convert/parquet",
-        format: str = "auto",
-        reader_options: dict[str, Any] | None = None,
         tag_scheme: Literal["iob2", "iobes"] = "iob2",
-        batch_size: int = 32,
-        eval_batch_size: int = 64,
         max_length: int = 128,
         long_sentences: Literal["split", "reject"] = "split",
         empty_sentences: Literal["skip", "error"] = "skip",
         gold_trees: bool | None = None,
-        min_freq: int = 1,
-        lowercase: bool = False,
-        normalize_digits: bool = True,
-        max_word_length: int = 30,
-        validation_ratio: float = 0.1,
-        vocab_from: str | None = None,
-        predict_file: str | None = None,
         pretokenized: bool = False,
-        num_workers: int | None = None,
-        max_tokens: int | None = None,
-        seed: int = 0,
-        vectors: str | None = None,
-        vectors_max_words: int | None = 100_000,
-        lowercase_fallback: bool | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.normalizer = WordNormalizer(lowercase, normalize_digits,
-                                         lowercase_fallback_for(lowercase_fallback, vectors))
+        super().__init__(**options)
 
     # ---- data facts, linked to the model by the CLI (word_vocab, char_vocab: TaskDataModule) -------------
     @property
@@ -203,9 +175,7 @@ class NERDataModule(TaskDataModule):
 
     # ---- loading ------------------------------------------------------------------------------------------
     def _read_splits(self) -> dict[str, list[Example]]:
-        h = self.hparams
-        return load_ner_splits(h.path, name=h.name, data_dir=h.data_dir, data_files=h.data_files,
-                               revision=h.revision, format=h.format, **(h.reader_options or {}))
+        return load_ner_splits(self.hparams.path, **self.source_options())
 
     def _prepare_split(self, split: str, examples: list[Example]) -> list[Example]:
         examples = drop_empty_sentences(split, examples, self.hparams.empty_sentences, log)

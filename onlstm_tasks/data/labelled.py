@@ -1,0 +1,74 @@
+"""``LabelledDataModule``: the options the labelled sentence tasks (NER, aspect sentiment) share, declared once.
+
+A task's data module declares only its own arguments (its source's defaults, its reading options) and passes the
+rest on with ``**options``: jsonargparse follows them here, so the CLI, its ``--help`` and the config checks see
+every argument, and Lightning saves both levels as hyper-parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import TaskDataModule
+from .features import WordNormalizer, lowercase_fallback_for
+
+
+class LabelledDataModule(TaskDataModule):
+    """Labelled sentences read with ``datasets.load_dataset``'s arguments, encoded as words and characters.
+
+    Args:
+        name, data_files: as for ``datasets.load_dataset`` (for raw files ``data_files`` maps split -> file,
+            directory or glob).
+        format: the reader (``auto``: by the dataset's columns or the files' extensions).
+        reader_options: extra reader arguments.
+        batch_size, eval_batch_size: sentences per training / evaluation batch.
+        min_freq, lowercase, normalize_digits, max_word_length: vocabulary and character options (training split
+            only).
+        validation_ratio, seed: when the source has no validation split, this fraction of the training sentences
+            is held out with this seed, so checkpoints are never selected on test.
+        vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
+            fills it in for validate/test/predict with ``--ckpt_path``).
+        predict_file: the inputs of ``predict``.
+        num_workers: data-loading processes (None: chosen from the machine).
+        max_tokens: a cap on the tokens of a training batch (None: ``batch_size`` sentences).
+        vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
+            ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
+            join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
+            their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
+            vocabulary: predicting needs no file.
+        lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
+            ``<unk>``; ``None``: on exactly with ``vectors``.
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        data_files: dict[str, Any] | str | None = None,
+        format: str = "auto",
+        reader_options: dict[str, Any] | None = None,
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        min_freq: int = 1,
+        lowercase: bool = False,
+        normalize_digits: bool = True,
+        max_word_length: int = 30,
+        validation_ratio: float = 0.1,
+        vocab_from: str | None = None,
+        predict_file: str | None = None,
+        num_workers: int | None = None,
+        max_tokens: int | None = None,
+        seed: int = 0,
+        vectors: str | None = None,
+        vectors_max_words: int | None = 100_000,
+        lowercase_fallback: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()  # with the subclass's own arguments (Lightning collects every level)
+        self.normalizer = WordNormalizer(lowercase, normalize_digits,
+                                         lowercase_fallback_for(lowercase_fallback, vectors))
+
+    def source_options(self) -> dict[str, Any]:
+        """``datasets.load_dataset``'s arguments besides ``path``, and the reader's, for the task's split loader."""
+        h = self.hparams
+        return {"name": h.name, "data_dir": h.data_dir, "data_files": h.data_files, "revision": h.revision,
+                "format": h.format, **(h.reader_options or {})}
