@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 from torch import nn
 
@@ -24,3 +26,6 @@ class TokenEmbedder(nn.Module):
 def zero_padding(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``x`` [B, T, D] with the positions where ``mask`` [B, T] is False set to zero."""
     return x * mask.unsqueeze(-1).to(x.dtype)
+
+
+EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]  # (word_vocab, char_vocab) -> embedder

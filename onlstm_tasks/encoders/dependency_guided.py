@@ -18,17 +18,14 @@ distance_layer: -1, ...}`` or just the kind, ``tree_source: induced``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
 from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, TreeEncoder, encode, encoder_output
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
-from onlstm_tasks.interaction import Interaction, MLPInteraction
+from onlstm_tasks.interaction import InteractionFactory, MLPInteraction
 from onlstm_tasks.trees.source import HasDistances, TreeSource
 
-InteractionFactory = Callable[[int], Interaction]
 
 
 class DependencyGuidedEncoder(TreeEncoder):

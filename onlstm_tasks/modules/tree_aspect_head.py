@@ -3,18 +3,16 @@ and positions weighted by their tree distance to the aspect (in the spirit of AS
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 import torch
 
 from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput, encode
-from onlstm_tasks.interaction import GCNInteraction, Interaction
+from onlstm_tasks.interaction import GCNInteraction, InteractionFactory
 from onlstm_tasks.modules.aspect_heads import AspectPoolingHead
 from onlstm_tasks.trees.heads import hop_distances
 from onlstm_tasks.trees.source import TreeSource
 
-InteractionFactory = Callable[[int], Interaction]
 
 
 class TreeAwareAspectHead(AspectPoolingHead):

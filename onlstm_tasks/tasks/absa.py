@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from onlstm_tasks.classification_report import format_report
+from onlstm_tasks.embedders.base import EmbedderFactory, TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import SequenceEncoder
 from onlstm_tasks.modules.aspect_classifier import AspectClassifier
@@ -35,6 +35,7 @@ class AspectSentimentClassifier(TaskModel):
             TD / TC / attention / pooling heads live in ``onlstm_tasks.modules.aspect_heads``, the tree-aware head
             (which also receives the batches' gold heads) in ``onlstm_tasks.modules.tree_aspect_head``.
         dropout: before the output layer.
+        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3).
         pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose word vectors
             start the word embedding and whose encoder starts the head's encoder(s): the whole-sentence encoder,
             or TD/TC's left (forward) and right (backward) context encoders, each from the matching stack of a
@@ -49,22 +50,27 @@ class AspectSentimentClassifier(TaskModel):
     """
 
     monitor = "val_accuracy"
-    default_embedder = functools.partial(WordCharEmbedder, word_dim=300, char_encoder="none", dropout=0.5)
 
     def __init__(
         self,
         word_vocab: list[str],
         char_vocab: list[str],
         labels: list[str],
+        embedder: EmbedderFactory | None = None,
         head: HeadFactory | None = None,
         dropout: float = 0.5,
-        **options: Any,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
+        pretrained_lm: str | None = None,
+        lm_trees: str | None = None,
     ) -> None:
-        super().__init__(word_vocab, char_vocab, labels, **options)
-        embedder = self.build_embedder()
+        super().__init__()
+        self.save_hyperparameters()
+        self.labels = list(labels)
+        embedder = (embedder or default_embedder)(word_vocab, char_vocab)
         self.net = AspectClassifier(embedder, (head or AspectPoolingHead)(embedder.output_size), len(labels),
                                     dropout=dropout)
-        self.attach_lm_trees()
+        self.attach(lm_trees, optimizer, lr_scheduler)
         n = len(labels)
         self.metrics = nn.ModuleDict({
             f"{stage}_{name}": metric
@@ -159,3 +165,6 @@ def _weights_under_net(module, state_dict, prefix, *args) -> None:
 
 OLD_TOP = ("embedder", "head", "classify")
 
+
+def default_embedder(word_vocab: Sequence[str], char_vocab: Sequence[str]) -> TokenEmbedder:
+    return WordCharEmbedder(word_vocab, char_vocab, word_dim=300, char_encoder="none", dropout=0.5)

@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 FORMAT = "onlstm-tasks/1"
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
-CONFIG_KEYS = ("format", "class_path", "init_args", "files", "data", "run")  # what config.json holds
 # DATA_FACTS (config_help): kept as JSON files beside config.json
 ALLOWED_CLASS_PREFIXES = ("onlstm_tasks.", "torch.optim.")  # classes a config.json may name (models, optimisers)
 INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"  # as LightningCLI saves it: load_from_checkpoint works
@@ -175,10 +174,8 @@ class TaskHubMixin(ModelHubMixin, library_name="onlstm-tasks", tags=["onlstm-tas
     def _from_pretrained(cls, *, model_id: str, revision: str | None, cache_dir: str | Path | None,
                          force_download: bool, local_files_only: bool, token: str | bool | None,
                          map_location: str | torch.device = "cpu", **model_kwargs):
-        # huggingface_hub hands config.json's entries to a model whose __init__ takes **kwargs: they are read below
-        unexpected = sorted(set(model_kwargs) - set(CONFIG_KEYS))
-        if unexpected:
-            raise TypeError(f"from_pretrained got unexpected arguments {unexpected}")
+        if model_kwargs:
+            raise TypeError(f"from_pretrained got unexpected arguments {sorted(model_kwargs)}")
         folder = model_id
         if not os.path.isdir(folder):
             folder = snapshot_download(repo_id=model_id, revision=revision, cache_dir=cache_dir, token=token,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from onlstm_tasks.data.tags import convert_scheme, entity_spans
+from onlstm_tasks.embedders.base import EmbedderFactory
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import EncoderFactory, SequenceEncoder
 from onlstm_tasks.encoders.defaults import TAGGER, default_encoder
@@ -35,6 +36,7 @@ class NERTagger(TaskModel):
             hidden 256, chunk size 8). In YAML, ``class_path`` + ``init_args`` without ``input_size``. A
             :class:`~onlstm_tasks.encoders.DependencyGuidedEncoder` also receives the batches' gold heads.
         dropout: before the emission layer.
+        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
         pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose encoder and
             word vectors start the encoder and the word embedding (:mod:`onlstm_tasks.tasks.lm_init`); read at the
             start of ``fit`` only (a trained model restores its own weights).
@@ -53,28 +55,33 @@ class NERTagger(TaskModel):
 
     empty_record = {"tags": [], "entities": []}  # the prediction of an empty input line (with "empty": true)
     monitor = "val_f1"
-    default_embedder = WordCharEmbedder
 
     def __init__(
         self,
         word_vocab: list[str],
         char_vocab: list[str],
         labels: list[str],
+        embedder: EmbedderFactory | None = None,
         encoder: EncoderFactory | None = None,
         dropout: float = 0.5,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
+        pretrained_lm: str | None = None,
+        lm_trees: str | None = None,
         lm_features: str | None = None,
         lm_features_config: str | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(word_vocab, char_vocab, labels, **options)
+        super().__init__()
+        self.save_hyperparameters()
         tag_scheme = scheme_of(labels)
-        embedder, features = attach_lm_features(self.build_embedder(), lm_features, lm_features_config)
+        embedder, features = attach_lm_features((embedder or WordCharEmbedder)(word_vocab, char_vocab), lm_features,
+                                                lm_features_config)
         if features is not None:
             self.hparams["lm_features_config"] = features.config_json()  # the checkpoint rebuilds it without the file
         encoder = (encoder or default_encoder(**TAGGER))(embedder.output_size)
         self.net = CRFTagger(embedder, encoder, labels, tag_scheme, dropout=dropout)
-        self.tag_scheme = tag_scheme
-        self.attach_lm_trees()
+        self.labels, self.tag_scheme = list(labels), tag_scheme
+        self.attach(lm_trees, optimizer, lr_scheduler)
         self.val_f1 = EntityF1(labels, scheme=tag_scheme)
         self.test_f1 = EntityF1(labels, scheme=tag_scheme)
 

@@ -10,7 +10,6 @@ loops.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -29,57 +28,23 @@ from onlstm_tasks.trees.source import TreeSource
 
 log = logging.getLogger(__name__)
 
-EmbedderFactory = Callable[[Sequence[str], Sequence[str]], TokenEmbedder]
-
 
 class TaskModel(EncodesWords, TaskHubMixin, pl.LightningModule):
     """Base of the task LightningModules that hold a network ``self.net``; ``monitor``: the validation metric a
-    learning-rate scheduler follows. A task's ``__init__`` declares its own arguments and hands these on with
-    ``**options`` (jsonargparse follows them here; Lightning saves both levels as hyper-parameters).
-
-    Args:
-        word_vocab, char_vocab, labels: data facts linked from the data module (and kept in checkpoints).
-        embedder: builds the input layer from the vocabularies (default: the task's ``default_embedder``).
-        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
-        pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose word vectors
-            and encoder start the model's (read at the start of ``fit`` only).
-        lm_trees: set by the model itself, never by hand: for a ``tree_source: {kind: lm, lm_checkpoint: ...}`` of
-            the network, what rebuilds that frozen language model without its file (a JSON string, saved in
-            checkpoints; :mod:`onlstm_tasks.tasks.lm_trees`).
-    """
+    learning-rate scheduler follows."""
 
     monitor: str
-    default_embedder: EmbedderFactory
     net: nn.Module
 
-    def __init__(
-        self,
-        word_vocab: list[str],
-        char_vocab: list[str],
-        labels: list[str],
-        embedder: EmbedderFactory | None = None,
-        optimizer: OptimizerCallable | None = None,
-        lr_scheduler: LRSchedulerCallable | None = None,
-        pretrained_lm: str | None = None,
-        lm_trees: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.save_hyperparameters()  # with the task's own arguments (Lightning collects every level)
-        self.labels = list(labels)
-        self.embedder_factory = embedder or self.default_embedder
-        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
-
-    def build_embedder(self) -> TokenEmbedder:
-        """The input layer, built from the vocabularies (the network's first part)."""
-        return self.embedder_factory(self.hparams.word_vocab, self.hparams.char_vocab)
-
-    def attach_lm_trees(self) -> None:
+    def attach(self, lm_trees: str | None, optimizer: OptimizerCallable | None,
+               lr_scheduler: LRSchedulerCallable | None) -> None:
         """Called once ``self.net`` is built: the frozen language model a ``tree_source: lm`` of the network reads
         (rebuilt from the ``lm_trees`` hyper-parameter, or read from its checkpoint files and then saved in that
-        hyper-parameter, so the task's checkpoint needs no file)."""
-        self.tree_lm = attach_lm_trees(self.net, self.hparams.lm_trees)
+        hyper-parameter, so the task's checkpoint needs no file), and the optimiser factories."""
+        self.tree_lm = attach_lm_trees(self.net, lm_trees)
         if self.tree_lm is not None:
             self.hparams["lm_trees"] = self.tree_lm.config_json()
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
 
     # ---- probing (EncodesWords) ---------------------------------------------------------------------------
     def word_embedder(self) -> TokenEmbedder:

@@ -182,7 +182,7 @@ def test_index_maps_made_in_inference_mode_never_reach_autograd():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("lengths", [[4, 4, 4], [4, 1, 3]])
+@pytest.mark.parametrize("lengths", [pytest.param([4, 4, 4], marks=pytest.mark.slow), [4, 1, 3]])  # fast: ragged
 def test_opcheck_of_the_operator(backend, lengths):
     """torch.library.opcheck: schema, fake tensor (meta) shapes, autograd registration, AOT dispatch (dynamic)."""
     torch.manual_seed(5)

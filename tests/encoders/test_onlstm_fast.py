@@ -88,7 +88,7 @@ def test_padding_may_hold_nan():
 
 
 @pytest.mark.parametrize("backend", ["torch", pytest.param("auto", marks=pytest.mark.slow)])  # the same in float64
-@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("symmetric", [False, pytest.param(True, marks=pytest.mark.slow)])  # (both: full suite)
 @pytest.mark.parametrize(("dirs", "lengths"), [
     (1, [3, 3, 3]), (2, [3, 3, 3]), (1, [4, 1, 4, 3]),  # the fast tier: each direction count, and a ragged batch
     pytest.param(2, [4, 1, 4, 3], marks=pytest.mark.slow),

@@ -104,6 +104,7 @@ def test_adaptive_perplexity_is_exp_of_the_mean_nll_and_predict_records_agree(co
     assert encoded.hidden.shape[:2] == (1, 6)
 
 
+@pytest.mark.slow  # end to end through the CLI; the softmax's own tests above run in the fast tier
 def test_an_adaptive_bidirectional_lm_trains_and_tests_through_the_cli(tmp_path, corpus):
     config = tiny_lm_config(tmp_path, text_data(corpus), max_epochs=4, limit_train_batches=1.0,
                             model={"bidirectional": True, "tie_weights": False, "softmax": "adaptive",

@@ -250,6 +250,7 @@ def test_a_ner_checkpoint_tests_and_predicts_with_the_lm_file_deleted(tmp_path, 
     assert [r["heads"] for r in again(sentences, pretokenized=True)] == [row["heads"] for row in rows]
 
 
+@pytest.mark.slow  # the NER test above runs the same TaskModel.attach_lm_trees in the fast tier
 def test_an_absa_checkpoint_predicts_the_lm_trees_with_the_lm_file_deleted(tmp_path, lm_path):
     lm_copy = tmp_path / "lm" / "copy.ckpt"
     lm_copy.parent.mkdir()
