@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from onlstm_tasks.task_registry import TASKS, import_class
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.hub import (
     DATA_FACTS,
+    INSTANTIATOR,
     PretrainedFormatError,
     build_task_model,
     plain_init_args,
@@ -67,8 +69,20 @@ def load_task_model(path: str | Path, map_location: str | torch.device = "cpu",
 
 
 def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.LightningModule:
-    cls = task_model_class(checkpoint.get("hyper_parameters") or {})
-    return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
+    hparams = checkpoint.get("hyper_parameters") or {}
+    cls = task_model_class(hparams)
+    if hparams.get("_instantiator") != INSTANTIATOR:  # built in Python: its hyper-parameters are the objects
+        return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
+    # Written by the CLI. Lightning would rebuild the factories by passing every hyper-parameter through
+    # jsonargparse, which checks the vocabularies item by item in time quadratic in their size (8,000 words:
+    # minutes). The same model, built with the vocabularies passed as they are (as from_pretrained builds it):
+    facts = {fact: list(hparams[fact]) for fact in DATA_FACTS if hparams.get(fact) is not None}
+    accepted = inspect.signature(cls.__init__).parameters
+    init_args = {k: v for k, v in hparams.items() if k in accepted and k not in facts}
+    model = build_task_model(cls, init_args, facts)
+    model.on_load_checkpoint(checkpoint)
+    model.load_state_dict(checkpoint["state_dict"])
+    return model.to(map_location).eval()
 
 
 def load_pretrained(folder: str | Path, map_location: str | torch.device = "cpu") -> pl.LightningModule:
