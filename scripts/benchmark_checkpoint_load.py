@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,15 +51,16 @@ def main() -> None:
     checkpoint = read_checkpoint(FIXTURE)
     cls = task_model_class(checkpoint["hyper_parameters"])
     print(f"{'words':>7}  {'load_task_model':>16}  {'load_from_checkpoint':>21}  ratio")
+    folder = tempfile.TemporaryDirectory()
     for size in args.sizes:
-        path = Path(f"/tmp/onlstm_load_{size}.ckpt")
+        path = Path(folder.name) / f"words_{size}.ckpt"
         path.write_bytes(grown(checkpoint, max(size, len(checkpoint["hyper_parameters"]["word_vocab"]))))
         ours = seconds(lambda: load_task_model(path))
         theirs = seconds(lambda: cls.load_from_checkpoint(str(path), map_location="cpu"), 1) \
             if size <= args.lightning_up_to else None
         ratio = f"{theirs / ours:.0f}x" if theirs else "-"
         print(f"{size:>7}  {ours:>15.2f}s  {(f'{theirs:.2f}s' if theirs else 'not run'):>21}  {ratio}")
-        path.unlink()
+    folder.cleanup()
 
 
 if __name__ == "__main__":
