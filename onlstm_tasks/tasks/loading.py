@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from pathlib import Path
 from typing import Any
@@ -75,14 +74,20 @@ def _load_model(path, checkpoint: dict, map_location, trust: bool) -> pl.Lightni
         return cls.load_from_checkpoint(str(path), map_location=map_location, weights_only=not trust).eval()
     # Written by the CLI. Lightning would rebuild the factories by passing every hyper-parameter through
     # jsonargparse, which checks the vocabularies item by item in time quadratic in their size (8,000 words:
-    # minutes). The same model, built with the vocabularies passed as they are (as from_pretrained builds it):
+    # minutes; scripts/benchmark_checkpoint_load.py); rebuilt here with the vocabularies passed as they are
+    return _rebuilt(cls, checkpoint, path).to(map_location).eval()
+
+
+def _rebuilt(cls: type[pl.LightningModule], checkpoint: dict, path) -> pl.LightningModule:
+    """A CLI checkpoint's task model rebuilt from its plain hyper-parameters (the factories by jsonargparse, the
+    vocabularies passed as they are, as :meth:`TaskHubMixin.load_pretrained_folder` builds it), weights loaded; it
+    keeps plain hyper-parameters, so it saves again (as a folder or a checkpoint)."""
+    hparams = dict(checkpoint.get("hyper_parameters") or {})
     facts = {fact: list(hparams[fact]) for fact in DATA_FACTS if hparams.get(fact) is not None}
-    accepted = inspect.signature(cls.__init__).parameters
-    init_args = {k: v for k, v in hparams.items() if k in accepted and k not in facts}
-    model = build_task_model(cls, init_args, facts)
+    model = build_task_model(cls, plain_init_args(hparams, str(path)), facts)
     model.on_load_checkpoint(checkpoint)
     model.load_state_dict(checkpoint["state_dict"])
-    return model.to(map_location).eval()
+    return model
 
 
 def load_pretrained(folder: str | Path, map_location: str | torch.device = "cpu") -> pl.LightningModule:
@@ -118,11 +123,7 @@ def load_for_export(path: str | Path, map_location: str | torch.device = "cpu") 
     module's hyper-parameters and the run's facts in ``pretrained_info`` (for ``config.json`` and the model card).
     The checkpoint is read with ``weights_only=True``."""
     checkpoint = read_checkpoint(path)
-    hparams = dict(checkpoint.get("hyper_parameters") or {})
-    cls = task_model_class(hparams)
-    facts = {fact: list(hparams[fact]) for fact in DATA_FACTS if hparams.get(fact) is not None}
-    model = build_task_model(cls, plain_init_args(hparams, str(path)), facts)
-    model.load_state_dict(checkpoint["state_dict"])
+    model = _rebuilt(task_model_class(checkpoint.get("hyper_parameters") or {}), checkpoint, path)
     data = dict(checkpoint.get("datamodule_hyper_parameters") or {}) or None
     if data is not None:
         data = {"class_path": data.pop("_class_path", None),
