@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 
 import torch
@@ -19,8 +18,6 @@ from onlstm_tasks.modules.aspect_classifier import AspectClassifier
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.task_model import TaskModel
-
-log = logging.getLogger(__name__)
 
 HeadFactory = Callable[[int], AspectHead]
 

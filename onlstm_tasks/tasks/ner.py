@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import torch
@@ -19,9 +18,6 @@ from onlstm_tasks.tasks.gathered import log_gathered
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.lm_features import attach_lm_features
 from onlstm_tasks.tasks.task_model import TaskModel
-
-log = logging.getLogger(__name__)
-
 
 
 class NERTagger(TaskModel):
