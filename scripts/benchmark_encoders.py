@@ -335,6 +335,16 @@ def family_lines(args, x, mask, repeats, clock) -> None:
         print(f"{name:<33}{cells[0]:>10.1f}{cells[1]:>7.2f}x{cells[2]:>10.1f}{cells[3]:>7.2f}x")
 
 
+def set_recurrent_precision(precision: str) -> None:
+    """The float32 precision of both sides' recurrent products: cuDNN's LSTM and the ON-LSTM's Triton kernel follow
+    ``torch.backends.cudnn.rnn.fp32_precision`` (before PyTorch 2.9, ``torch.backends.cudnn.allow_tf32``)."""
+    rnn = getattr(torch.backends.cudnn, "rnn", None)
+    if rnn is not None and hasattr(rnn, "fp32_precision"):
+        rnn.fp32_precision = precision
+    else:
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=32)
@@ -358,6 +368,10 @@ def main() -> None:
     ap.add_argument("--lm", action="store_true", help="also time the language model's shapes (see above)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                     help="where to run (default: the GPU when there is one)")
+    ap.add_argument("--precision", choices=("tf32", "ieee"), default="tf32",
+                    help="on a GPU, the recurrent products of both sides: TF32 (PyTorch's default for recurrent "
+                         "layers, torch.backends.cudnn.rnn.fp32_precision, which cuDNN's LSTM and the ON-LSTM's "
+                         "kernel both follow) or full float32")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time, or this process's CPU time (steadier on a busy machine; with several threads "
                          "it adds up their times)")
@@ -365,6 +379,7 @@ def main() -> None:
     if args.device != "cpu" and args.clock == "cpu":
         ap.error("--clock cpu measures this process's CPU time, which says nothing about a GPU: use --clock wall")
     clock = time.perf_counter if args.clock == "wall" else time.process_time
+    set_recurrent_precision(args.precision)
     try:
         sweep = [int(n) for n in args.threads.split(",")] if args.threads else [torch.get_num_threads()]
     except ValueError:
@@ -388,7 +403,7 @@ def main() -> None:
     reason = native.why_not(x)
     print(f"compiled ON-LSTM loop: {'in use' if reason is None else 'not used'} for these inputs"
           + ("" if reason is None else f" ({reason})"))
-    print(f"device: {device}")
+    print(f"device: {device}; recurrent products in {args.precision} on both sides (GPU)")
     print(f"shapes: batch {args.batch}, length {args.length}, input {args.input}, hidden {args.hidden}, "
           f"chunk {args.chunk}; mixed lengths {args.length // 4}..{args.length} (mean "
           f"{lengths.float().mean():.1f}); median of {repeats} interleaved runs, {args.clock} clock")

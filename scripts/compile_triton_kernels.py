@@ -1,67 +1,101 @@
 """Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.triton_kernels`) for NVIDIA GPUs, on
-any machine: no GPU is needed, since Triton's front end, its NVIDIA passes and the ``ptxas`` it bundles all run on
-the CPU. Catches what the interpreter (``TRITON_INTERPRET=1``) lets through, such as a loop-carried variable whose
-shape changes, before a GPU does. The sizes are those of the shipped configs and of the tests; the constants are
-the ones a launch passes (``backend_triton.kernel_constants``).
+any machine, and reads their machine code: no GPU is needed, since Triton's front end, its NVIDIA passes, the
+``ptxas`` it bundles and its ``cuobjdump`` / ``nvdisasm`` all run on the CPU. Catches what the interpreter
+(``TRITON_INTERPRET=1``) lets through, such as a loop-carried variable whose shape changes, before a GPU does. The
+sizes are those of the shipped configs (hidden 256, 400, 1150 and the others) and of the tests; the constants are
+the ones a launch at batch 32 on a 132-multiprocessor GPU passes (``backend_triton.gpu_plan``), in TF32
+(the default of PyTorch's switch for recurrent layers) unless ``--ieee``.
 
-    python scripts/compile_triton_kernels.py            # one line per compiled kernel; exit 1 on the first failure
+    python scripts/compile_triton_kernels.py            # one line per kernel, size and architecture; exit 1 if any
+                                                        # build spills or (TF32) has no tensor-core instruction
 
+Each line reads ``onlstm_forward_kernel H=256 sm_90: registers 168, spills 0 bytes, tensor cores yes (96 MMA)``.
 Run without ``TRITON_INTERPRET`` (the interpreter's kernels cannot be compiled)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import subprocess
 import sys
-import time
+import tempfile
+from pathlib import Path
 
 import torch
 
-# (hidden, levels): the quickstart, the NER and ABSA configs, the language models' layers, and the tests' sizes
-SIZES = [(64, 8), (256, 32), (300, 30), (128, 16), (100, 25), (1150, 115), (400, 40), (32, 4), (12, 3)]
+# (hidden, levels, directions, batch): the shipped configs' sizes first (NER/ABSA: 256, bidirectional, batch 32; the
+# language model's 400 and 1150, one direction a layer, batch 20), then the others and the tests' sizes
+SIZES = [(256, 32, 2, 32), (400, 40, 1, 20), (1150, 115, 1, 20), (64, 8, 2, 32), (300, 30, 2, 32), (128, 16, 2, 32),
+         (100, 25, 2, 32), (256, 32, 2, 128), (32, 4, 2, 18), (12, 3, 2, 4)]
+SHIPPED = SIZES[:3]
 TARGETS = [("sm_90", 90), ("sm_80", 80)]
 
 
-def compile_kernel(kernel, constants: dict, capability: int):
+def compile_kernel(kernel, constants: dict, capability: int, options: dict):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     names = kernel.arg_names
     types = {name: "constexpr" if name in constants else "*i64" if name == "lengths_ptr"
-             else "*fp32" if name.endswith("_ptr") else "i32" for name in names}
+             else "*i32" if name == "counter_ptr" else "*fp32" if name.endswith("_ptr") else "i32"
+             for name in names}
     source = ASTSource(fn=kernel, signature=types,
                        constexprs={(names.index(name),): value for name, value in constants.items()})
-    return triton.compile(source, target=GPUTarget("cuda", capability, 32))
+    return triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+
+
+def _tool(name: str) -> str:
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+def machine_code_facts(cubin: bytes) -> tuple[int, int, int]:
+    """``(registers, spill bytes, tensor-core instructions)`` of a compiled kernel, read with Triton's bundled
+    ``cuobjdump`` (resource usage: REG, and STACK + LOCAL for spills) and ``nvdisasm`` (HMMA / HGMMA / wgmma)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "kernel.cubin"
+        path.write_bytes(cubin)
+        usage = subprocess.run([_tool("cuobjdump"), "-res-usage", str(path)], capture_output=True, text=True,
+                               check=True).stdout
+        sass = subprocess.run([_tool("nvdisasm"), str(path)], capture_output=True, text=True, check=True).stdout
+    registers = int(re.search(r"REG:(\d+)", usage).group(1))
+    spills = int(re.search(r"STACK:(\d+)", usage).group(1)) + int(re.search(r"LOCAL:(\d+)", usage).group(1))
+    mma = len(re.findall(r"\b(?:HMMA|HGMMA|WGMMA)\b", sass, flags=re.IGNORECASE))
+    return registers, spills, mma
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="two cases, sm_90 only (for the tests)")
+    parser.add_argument("--quick", action="store_true", help="the shipped sizes, sm_90 only (for the tests)")
+    parser.add_argument("--ieee", action="store_true", help="full float32 products (no tensor cores expected)")
     args = parser.parse_args()
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled", file=sys.stderr)
         return 2
-    from onlstm_tasks.encoders.onlstm.backend_triton import kernel_constants
+    torch.backends.cudnn.rnn.fp32_precision = "ieee" if args.ieee else "tf32"
+    from onlstm_tasks.encoders.onlstm.backend_triton import gpu_plan
     from onlstm_tasks.encoders.onlstm.triton_kernels import onlstm_backward_kernel, onlstm_forward_kernel
 
-    cases = [(hidden, levels, symmetric, tf32) for hidden, levels in SIZES for symmetric in (False, True)
-             for tf32 in (True, False)]
-    targets = TARGETS
-    if args.quick:  # the quickstart's size in TF32 (the default on a GPU), and one odd size in full float32
-        cases, targets = [(64, 8, False, True), (12, 3, True, False)], TARGETS[:1]
+    sizes, targets = (SHIPPED, TARGETS[:1]) if args.quick else (SIZES, TARGETS)
+    failures = 0
     for target, capability in targets:
-        for hidden, levels, symmetric, tf32 in cases:
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-            for backward, kernel in ((False, onlstm_forward_kernel), (True, onlstm_backward_kernel)):
-                constants = kernel_constants(hidden, levels, 2, symmetric, backward)
-                start = time.perf_counter()
-                compiled = compile_kernel(kernel, constants, capability)
-                print(f"{target} {kernel.__name__:24s} hidden {hidden:4d} levels {levels:3d} "
-                      f"{'symmetric' if symmetric else 'paper':9s} {constants['PRECISION']:4s}: "
-                      f"{len(compiled.asm['cubin']):7d} bytes of cubin, {time.perf_counter() - start:.1f} s",
-                      flush=True)
-    return 0
+        for hidden, levels, dirs, batch in sizes:
+            for kernel in (onlstm_forward_kernel, onlstm_backward_kernel):
+                split = gpu_plan(hidden, levels, dirs, symmetric=False, batch=batch)
+                constants = split.constants
+                compiled = compile_kernel(kernel, constants, capability, split.options)
+                registers, spills, mma = machine_code_facts(compiled.asm["cubin"])
+                tensor_cores = mma > 0
+                bad = spills > 0 or (not tensor_cores and not args.ieee)
+                failures += bad
+                print(f"{kernel.__name__} H={hidden} {target}: K={dirs} B={batch}, registers {registers}, spills {spills} bytes, "
+                      f"tensor cores {'yes' if tensor_cores else 'no'} ({mma} MMA), {constants['PRECISION']}, "
+                      f"{constants['BN']} neurons x {constants['BB']} rows per program, {split.options['num_warps']} warps"
+                      f"{'  <- FAILS' if bad else ''}", flush=True)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

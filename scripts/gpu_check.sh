@@ -16,7 +16,7 @@
 # short rerun after a fix.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ONLY=" ${GPU_CHECK_ONLY:-tests encoders training quickstart lm} "
+ONLY=" ${GPU_CHECK_ONLY:-warm tests encoders training quickstart lm} "
 want() { [[ "$ONLY" == *" $1 "* ]]; }
 tests=0
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
@@ -38,23 +38,32 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   || { echo "no wheels in .whl: run scripts/fetch_gpu_wheels.sh here first and carry .whl"; exit 1; }
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 
+if want warm; then
+step "the Triton kernels compiled ahead, 12 at a time, into Triton's disk cache (scripts/warm_triton_kernels.py)"
+timeout 240 python3 scripts/warm_triton_kernels.py --jobs 12 | tee /tmp/warm.log
+row "kernels warmed" "$(tail -1 /tmp/warm.log)"
+fi
+
 if want tests; then
 step "CUDA tests"
-ONLSTM_REQUIRE_CUDA=1 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/encoders/test_onlstm_backends.py \
+ONLSTM_REQUIRE_CUDA=1 timeout 180 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/encoders/test_onlstm_backends.py \
   tests/encoders/test_onlstm_triton.py tests/modules/test_crf_scan.py | tee /tmp/cuda_tests.log
 tests=${PIPESTATUS[0]}
 row "CUDA tests" "$(tail -1 /tmp/cuda_tests.log) (exit $tests)"
 fi
 
 if want encoders; then
-step "encoders: ON-LSTM (triton) and its per-step loop vs cuDNN nn.LSTM (B 32, T 40, D 128, H 256, chunk 8; LM stack)"
-timeout 120 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile \
-  | tee /tmp/encoders.log
-row "bi x 2, full, fwd+bwd: ON-LSTM / cuDNN (loop / cuDNN)" \
-  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="forward+backward" {print $7, "(" $9 ")"}' /tmp/encoders.log | head -1)"
-row "bi x 2, full, inference: ON-LSTM / cuDNN (loop / cuDNN)" \
-  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="inference" {print $7, "(" $9 ")"}' /tmp/encoders.log | head -1)"
-row "LM stack fwd+bwd" "$(grep -m1 '^forward+backward' /tmp/encoders.log | cut -c18-)"
+for precision in tf32 ieee; do
+step "encoders ($precision on both sides): ON-LSTM (triton) and its per-step loop vs cuDNN nn.LSTM (B 32, T 40, D 128, H 256, chunk 8; LM stack)"
+timeout 150 python3 scripts/benchmark_encoders.py --device cuda --quick --markdown --lm --no-compile \
+  --precision $precision | tee /tmp/encoders_$precision.log
+row "bi x 2, full, fwd+bwd, $precision: ON-LSTM / cuDNN (loop / cuDNN)" \
+  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="forward+backward" {print $7, "(" $9 ")"}' /tmp/encoders_$precision.log | head -1)"
+row "bi x 2, full, inference, $precision: ON-LSTM / cuDNN (loop / cuDNN)" \
+  "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="inference" {print $7, "(" $9 ")"}' /tmp/encoders_$precision.log | head -1)"
+row "LM stack fwd+bwd, $precision" "$(grep -m1 '^forward+backward' /tmp/encoders_$precision.log | cut -c18-)"
+row "LM stack inference, $precision" "$(grep -m1 '^inference' /tmp/encoders_$precision.log | cut -c18-)"
+done
 fi
 
 if want training; then

@@ -123,7 +123,7 @@ def cuda_test(test):
 def test_cuda_triton_matches_the_reference(bidirectional, monkeypatch):
     """On a GPU, compiled (not interpreted), full float32 products: outputs and gradients within 1e-4 of the
     reference cell on the CPU."""
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn.rnn, "fp32_precision", "ieee")
     torch.manual_seed(6)
     enc = ONLSTM(5, 32, 8, num_layers=2, bidirectional=bidirectional, master_input="paper", backend="triton")
     x, mask = ragged_batch(RAGGED)
@@ -142,10 +142,38 @@ def test_cuda_triton_matches_the_reference(bidirectional, monkeypatch):
 
 
 @cuda_test
+@pytest.mark.parametrize("hidden,chunk,rows", [(256, 8, 32), (1150, 10, 20)])
+def test_cuda_the_persistent_launch_gives_the_per_step_launches_results(hidden, chunk, rows, monkeypatch):
+    """One launch with a grid barrier per half-step (every program resident) against one launch per half-step (the
+    interpreter's order): the same outputs and gradients, at the NER and the language model's sizes."""
+    from onlstm_tasks.encoders.onlstm import backend_triton
+
+    monkeypatch.setattr(torch.backends.cudnn.rnn, "fp32_precision", "ieee")
+    torch.manual_seed(9)
+    dirs = 2 if hidden < 1000 else 1
+    enc = ONLSTM(16, hidden, chunk, bidirectional=dirs == 2, backend="triton").cuda()
+    x, mask = ragged_batch((RAGGED * 2)[:rows], features=16)
+    x, mask = x.cuda(), mask.cuda()
+    assert backend_triton.plan(rows, hidden, hidden // chunk, dirs, False,
+                               backend_triton.resident_programs(x.device)).persistent
+    results = []
+    for resident in (None, 0):
+        if resident == 0:
+            monkeypatch.setattr(backend_triton, "resident_programs", lambda device: 0)
+        xr = x.clone().requires_grad_()
+        out = enc(xr, mask)
+        loss = loss_fn(out.hidden.cpu(), out.distances.cpu(), out.input_distances.cpu())
+        grads = torch.autograd.grad(loss, [xr, *enc.parameters()])
+        results.append((out.hidden, out.distances, *grads))
+    for persistent, per_step in zip(*results):
+        torch.testing.assert_close(persistent, per_step, rtol=1e-5, atol=1e-5)
+
+
+@cuda_test
 def test_cuda_auto_is_the_triton_kernel():
     x = torch.zeros(1, device="cuda")
     assert resolve("auto", x, hidden=256).name == "triton"
-    assert resolve("auto", x, hidden=1150).name == "torch"  # above TRITON_MAX_HIDDEN, the loop was faster
+    assert resolve("auto", x, hidden=1150).name == "triton"  # every size: the language model's too
 
 
 @cuda_test

@@ -17,9 +17,14 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-ROWS = 16  # batch rows per program (tl.dot needs 16)
-BLOCK_K = 32  # hidden units per block of the recurrent product's depth
-BLOCK_N = 64  # neurons per block of the cell update
+# Tuning constants: chosen so that the sm_90 builds at the shipped sizes (hidden 256, 400, 1150) spill no register
+# (scripts/compile_triton_kernels.py prints registers and spills; a slow test holds them to 0 spills).
+MAX_ROWS = 64  # batch rows per program, at most (a step's product has M = the rows, at least 16 for tl.dot)
+MIN_NEURONS = 16  # neurons per program, at least (tl.dot's N)
+MAX_NEURONS = 128  # neurons per program, at most
+BLOCK_K = 16  # depth of each block of the recurrent product
+LEVEL_VALUES_PER_WARP = 256  # rows x padded levels per warp, at most: the [rows, levels] master-gate tensors
+STAGES = 1  # software-pipelining stages of the product's loop (more spill registers at these tile sizes)
 
 
 def interpreted() -> bool:
@@ -83,18 +88,65 @@ def _sizes(weight_hh: Tensor) -> tuple[int, int, int, int, int]:
     return dirs, gates, hidden, levels, hidden // levels
 
 
-def _constants(hidden: int, levels: int) -> dict:
-    precision = "tf32" if torch.backends.cuda.matmul.allow_tf32 and not interpreted() else "ieee"  # (TF32: GPUs)
-    return dict(BB=ROWS, BK=BLOCK_K, BN=min(BLOCK_N, max(16, triton_next_power_of_2(hidden))),
-                LP=max(16, triton_next_power_of_2(levels)), PRECISION=precision)
+def recurrent_tf32() -> bool:
+    """Whether the recurrent products may use TF32, by PyTorch's switch for recurrent layers (cuDNN's LSTM follows
+    the same one: ``torch.backends.cudnn.rnn.fp32_precision``, default ``"tf32"``; before PyTorch 2.9,
+    ``torch.backends.cudnn.allow_tf32``, default True). Never in the interpreter (plain float32)."""
+    if interpreted():
+        return False
+    rnn = getattr(torch.backends.cudnn, "rnn", None)
+    precision = getattr(rnn, "fp32_precision", None)
+    if precision is not None and precision != "none":
+        return precision == "tf32"
+    return bool(torch.backends.cudnn.allow_tf32)
 
 
-def kernel_constants(hidden: int, levels: int, dirs: int, symmetric: bool, backward: bool) -> dict:
-    """The compile-time constants of a launch of the forward or the backward kernel (what Triton specializes on)."""
-    sizes = dict(H=hidden, L=levels, C=hidden // levels, K=dirs, SYMMETRIC=symmetric, **_constants(hidden, levels))
-    if backward:
-        sizes["CP"] = max(2, triton_next_power_of_2(hidden // levels))
-    return sizes
+class Plan(NamedTuple):
+    """How a layer's pass is split: the kernels' compile-time constants, the grid, and whether one persistent
+    launch runs every step (else one launch per half-step)."""
+
+    constants: dict
+    grid: tuple[int, int, int]
+    persistent: bool
+    options: dict  # num_warps, num_stages
+
+
+def resident_programs(device: torch.device) -> int:
+    """How many programs of the kernels can be resident at once: one per multiprocessor on a GPU (0 in the
+    interpreter, which runs programs one after another)."""
+    if device.type != "cuda":
+        return 0
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def plan(batch: int, hidden: int, levels: int, dirs: int, symmetric: bool, resident: int,
+         neurons: int | None = None) -> Plan:
+    """The split of a pass of ``batch`` rows: all rows (up to :data:`MAX_ROWS`) in one tile, and the fewest neurons
+    per program (whole levels, at least :data:`MIN_NEURONS`) whose grid is resident at once (``resident``
+    programs); a persistent launch where it is (``resident`` 0: never). ``neurons`` fixes the neurons per program."""
+    chunk = hidden // levels
+    padded_chunk = triton_next_power_of_2(chunk)
+    padded_levels = max(16, triton_next_power_of_2(levels))
+    warps = 4 if padded_levels <= 32 else 8
+    rows_cap = max(16, warps * LEVEL_VALUES_PER_WARP // padded_levels)
+    rows = min(MAX_ROWS, rows_cap, max(16, triton_next_power_of_2(batch)))
+    tiles = triton_cdiv(batch, rows)
+    block = max(1, (neurons or MIN_NEURONS) // padded_chunk)  # levels per program
+    while neurons is None and dirs * triton_cdiv(levels, block) * tiles > resident > 0 \
+            and 2 * block * padded_chunk <= MAX_NEURONS:
+        block *= 2
+    grid = (dirs, triton_cdiv(levels, block), tiles)
+    constants = dict(H=hidden, L=levels, C=chunk, K=dirs, SYMMETRIC=symmetric, BB=rows, BK=BLOCK_K,
+                     BN=block * padded_chunk, LB=block, LAP=max(16, triton_next_power_of_2(block)),
+                     LP=padded_levels, CP=padded_chunk, PRECISION="tf32" if recurrent_tf32() else "ieee")
+    persistent = 0 < grid[0] * grid[1] * grid[2] <= resident
+    return Plan(constants | {"PERSISTENT": persistent}, grid, persistent, dict(num_warps=warps, num_stages=STAGES))
+
+
+def gpu_plan(hidden: int, levels: int, dirs: int, symmetric: bool, batch: int = 32) -> Plan:
+    """The plan of a launch at these sizes on a GPU of 132 multiprocessors (an H100 or H200), for
+    scripts/compile_triton_kernels.py."""
+    return plan(batch, hidden, levels, dirs, symmetric, resident=132)
 
 
 def triton_next_power_of_2(n: int) -> int:
@@ -128,14 +180,24 @@ def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight
         hbuf[0].copy_(h0)
         cells[:, :, 0].copy_(c0)
     if batch and steps:
-        masters = x.new_empty(dirs, batch, 2, _constants(hidden, levels)["LP"])
-        grid = (dirs, triton_cdiv(batch, ROWS))
-        onlstm_forward_kernel[grid](acts, weight_hh.contiguous(), lengths.contiguous(), hbuf, cells, masters, h_out,
-                                    forget, inputs, batch, steps, cells.size(2),
-                                    **kernel_constants(hidden, levels, dirs, symmetric, backward=False))
+        split = plan(batch, hidden, levels, dirs, symmetric, resident_programs(x.device))
+        args = (acts, weight_hh.contiguous(), lengths.contiguous(), hbuf, cells, h_out, forget, inputs)
+        _launch(onlstm_forward_kernel, split, args, (batch, steps, cells.size(2)), 2 * steps, x.device)
     last = cells[:, :, steps if save else steps % 2]
     c_last = last * full_rows(lengths, steps)
     return h_out, forget, inputs, c_last, Saved(acts, cells) if save else None
+
+
+def _launch(kernel, split: Plan, args: tuple, sizes: tuple, units: int, device: torch.device) -> None:
+    """Runs ``units`` half-steps (forward) or reverse steps (backward) of ``kernel``: in one persistent launch with a
+    grid barrier after each, or one launch per unit, which orders the programs' exchanges where they cannot all be
+    resident (Triton's interpreter runs them one after another)."""
+    counter = torch.zeros(1, dtype=torch.int32, device=device)
+    if split.persistent:
+        kernel[split.grid](*args, counter, *sizes, 0, units, **split.constants, **split.options)
+        return
+    for unit in range(units):
+        kernel[split.grid](*args, counter, *sizes, unit, unit + 1, **split.constants, **split.options)
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -157,17 +219,15 @@ def _backward(layer, h: Tensor, saved: Saved, grads) -> tuple[Tensor, Tensor, Te
         grad_dist[0] = grad_forget
     if grad_input is not None:
         grad_dist[1] = grad_input
-    carry = h.new_zeros(2, dirs, batch, hidden)
+    carry = h.new_zeros(dirs, batch, hidden)
     if grad_c_last is not None:
-        carry[0] = grad_c_last * full_rows(lengths, steps)
+        carry.copy_(grad_c_last * full_rows(lengths, steps))
     d_acts = h.new_zeros(dirs, batch, steps, gates)
     if batch and steps:
-        constants = kernel_constants(hidden, levels, dirs, symmetric, backward=True)
-        masters = h.new_empty(dirs, batch, 2, constants["LP"])
-        level = h.new_empty(dirs, batch, 2, hidden)
-        grid = (dirs, triton_cdiv(batch, ROWS))
-        onlstm_backward_kernel[grid](acts, weight_hh.contiguous(), lengths.contiguous(), cells, masters, grad_h,
-                                     grad_dist, carry, level, d_acts, batch, steps, **constants)
+        split = plan(batch, hidden, levels, dirs, symmetric, resident_programs(h.device))
+        level = h.new_empty(2, dirs, batch, 2, split.constants["LP"])
+        args = (acts, weight_hh.contiguous(), lengths.contiguous(), cells, grad_h, grad_dist, carry, level, d_acts)
+        _launch(onlstm_backward_kernel, split, args, (batch, steps), steps + 1, h.device)
     d_flat = d_acts.view(dirs, batch * steps, gates)
     x_flat = x.reshape(batch * steps, features)
     d_x = torch.matmul(d_flat, weight_ih).sum(0).view(batch, steps, features)

@@ -14,11 +14,11 @@ The back ends:
 - ``"compiled"``: the C++ kernels of ``csrc/onlstm_cpu.cpp`` (float32 on the CPU), rows sorted by length
   (:mod:`.backend_loop`);
 - ``"torch"``: the same loop in PyTorch operations, any device and dtype (:mod:`.backend_loop`);
-- ``"triton"``: the whole time loop in one Triton kernel launch, forward and backward, no host read
-  (:mod:`.backend_triton`; CUDA, or CPU tensors under Triton's interpreter).
+- ``"triton"``: the time loop in Triton kernels that split each step over many programs, forward and backward,
+  no host read (:mod:`.backend_triton`; CUDA, or CPU tensors under Triton's interpreter).
 
-``"auto"`` takes ``triton`` on a CUDA device with Triton for hidden sizes up to :data:`TRITON_MAX_HIDDEN`,
-``compiled`` where the C++ kernels run, ``torch`` elsewhere.
+``"auto"`` takes ``triton`` on a CUDA device with Triton (every hidden size), ``compiled`` where the C++ kernels
+run, ``torch`` elsewhere.
 """
 
 from __future__ import annotations
@@ -55,12 +55,6 @@ class OutputGrads(NamedTuple):
     c_last: Optional[Tensor]
 
 
-# Above this hidden size ``auto`` leaves the Triton kernel for the per-step loop. Measured on an H200
-# (scripts/gpu_check.sh, 2026-11-27): at hidden 256 the kernel ran a layer's forward+backward 2x faster than the
-# loop; at the language model's 1150 it ran 6x slower (each program streams all of W_hh from memory every step, and
-# a batch of B rows has only B / 16 programs per direction).
-TRITON_MAX_HIDDEN = 512
-
 BACKENDS = {backend.name: backend for backend in (LoopBackend("compiled"), LoopBackend("torch"), TritonBackend())}
 NAMES = ("auto", *BACKENDS)
 
@@ -71,8 +65,7 @@ def resolve(name: str, x: Tensor, hidden: int = 0):
     if name not in NAMES:
         raise ValueError(f"backend must be one of {', '.join(NAMES)}; got {name!r}")
     if name == "auto":
-        gpu_kernel = x.device.type == "cuda" and hidden <= TRITON_MAX_HIDDEN
-        order = ("triton", "compiled", "torch") if gpu_kernel else ("compiled", "torch")
+        order = ("triton", "compiled", "torch") if x.device.type == "cuda" else ("compiled", "torch")
         return next(BACKENDS[n] for n in order if BACKENDS[n].why_not(x) is None)
     reason = BACKENDS[name].why_not(x)
     if reason is not None:
