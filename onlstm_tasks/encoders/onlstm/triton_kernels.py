@@ -128,10 +128,13 @@ def _neurons(p, L: tl.constexpr, C: tl.constexpr, LB: tl.constexpr, CP: tl.const
 
 @triton.jit
 def _step(d, s, rows, row_ok, lengths):
-    """Which rows run step s, and the position each reads: s left to right, ``length - 1 - s`` right to left."""
+    """Which rows run step s (1, else 0), and the position each reads: s left to right, ``length - 1 - s`` right to
+    left."""
     step = lengths * 0 + s  # as a vector: a scalar comparison is an integer in the interpreter
-    valid = row_ok & (step >= 0) & (step < lengths)
-    return valid, tl.where(valid, tl.where(d == 0, s, lengths - 1 - s), 0)
+    # 0/1 integers, not booleans, and arithmetic, not a select: Triton 3.6 failed to move a boolean vector from
+    # one layout to another here (TritonGPURemoveLayoutConversions); each use compares afresh
+    live = (row_ok & (step >= 0) & (step < lengths)).to(tl.int32)
+    return live, (step + d * (lengths - 1 - 2 * step)) * live
 
 
 @triton.jit(do_not_specialize=["B", "T", "CS", "u_begin", "u_end"])
@@ -178,19 +181,19 @@ def onlstm_forward_kernel(
                 w_f = tl.load(w_base + (L + lva[None, :]) * H + kk[:, None], mask=w_ok, other=0.0)
                 acc_i += tl.dot(hk, w_i, input_precision=PRECISION)
                 acc_f += tl.dot(hk, w_f, input_precision=PRECISION)
-            ok_a = valid[:, None] & lva_ok[None, :]
+            ok_a = (valid[:, None] > 0) & lva_ok[None, :]
             logit = acts_row[:, None] + lva[None, :]
             tl.store(logit, acc_i + tl.load(logit, mask=ok_a, other=0.0), mask=ok_a)
             tl.store(logit + L, acc_f + tl.load(logit + L, mask=ok_a, other=0.0), mask=ok_a)
         else:
             # B. every level's master gates (from the logits all programs wrote), then this program's neurons
-            logit_i, logit_f = _load_logits(acts_row, valid[:, None] & lv_ok[None, :], lv, L)
+            logit_i, logit_f = _load_logits(acts_row, (valid[:, None] > 0) & lv_ok[None, :], lv, L)
             if p == 0:
                 p_i, p_f, master_i, master_f = _masters(logit_i, logit_f, lv_ok, SYMMETRIC)
                 mean_f = tl.sum(tl.where(lv_ok[None, :], master_f, 0.0), 1) / L
                 mean_i = tl.sum(tl.where(lv_ok[None, :], master_i, 0.0), 1) / L
-                tl.store(forget_ptr + (d * B + rows) * T + pos, 1.0 - mean_f, mask=valid)
-                tl.store(input_ptr + (d * B + rows) * T + pos, mean_i, mask=valid)
+                tl.store(forget_ptr + (d * B + rows) * T + pos, 1.0 - mean_f, mask=valid > 0)
+                tl.store(input_ptr + (d * B + rows) * T + pos, mean_i, mask=valid > 0)
             m_i, m_f = _own_masters(logit_i, logit_f, lv, lv_ok, p, level_n, LB, SYMMETRIC)  # [BB, BN]
             acc_o = tl.zeros([BB, BN], dtype=tl.float32)
             acc_c = tl.zeros([BB, BN], dtype=tl.float32)
@@ -207,7 +210,7 @@ def onlstm_forward_kernel(
                 acc_c += tl.dot(hk, tl.load(w_n + H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
                 acc_in += tl.dot(hk, tl.load(w_n + 2 * H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
                 acc_fg += tl.dot(hk, tl.load(w_n + 3 * H * H, mask=w_ok, other=0.0), input_precision=PRECISION)
-            ok_n = valid[:, None] & n_ok[None, :]
+            ok_n = (valid[:, None] > 0) & n_ok[None, :]
             gate = acts_row[:, None] + 2 * L + nn[None, :]
             o_pre = acc_o + tl.load(gate, mask=ok_n, other=0.0)
             c_pre = acc_c + tl.load(gate + H, mask=ok_n, other=0.0)
@@ -266,15 +269,15 @@ def onlstm_backward_kernel(
         later, pos_later = _step(d, s + 1, rows, row_ok, lengths)  # step s + 1, whose gate gradients are complete
 
         # 1. the master logits' gradients of step s + 1, from the per-level sums of every program (redundantly)
-        ok_l = later[:, None] & lv_ok[None, :]
+        ok_l = (later[:, None] > 0) & lv_ok[None, :]
         level_in = level_ptr + ((((r + 1) % 2) * K + d) * B + rows) * 2 * LP
         d_mi = tl.load(level_in[:, None] + lv[None, :], mask=ok_l, other=0.0, cache_modifier=".cg")
         d_mf = tl.load(level_in[:, None] + LP + lv[None, :], mask=ok_l, other=0.0, cache_modifier=".cg")
         acts_later = acts_ptr + ((d * B + rows) * T + pos_later) * G
         logit_i, logit_f = _load_logits(acts_later, ok_l, lv, L)
         p_i, p_f, master_i, master_f = _masters(logit_i, logit_f, lv_ok, SYMMETRIC)
-        g_f = tl.load(grad_dist_ptr + ((0 * K + d) * B + rows) * T + pos_later, mask=later, other=0.0)
-        g_i = tl.load(grad_dist_ptr + ((1 * K + d) * B + rows) * T + pos_later, mask=later, other=0.0)
+        g_f = tl.load(grad_dist_ptr + ((0 * K + d) * B + rows) * T + pos_later, mask=later > 0, other=0.0)
+        g_i = tl.load(grad_dist_ptr + ((1 * K + d) * B + rows) * T + pos_later, mask=later > 0, other=0.0)
         d_mf = tl.where(ok_l, d_mf - g_f[:, None] / L, 0.0)
         d_mi = tl.where(ok_l, d_mi + g_i[:, None] / L, 0.0)
         d_pf = tl.sum(d_mf, 1)[:, None] - tl.cumsum(d_mf, 1) + d_mf  # f~ = cumsum(p_f)
@@ -295,18 +298,18 @@ def onlstm_backward_kernel(
         for g0 in range(0, 4 * H, BK):
             gg = g0 + tl.arange(0, BK)
             g_ok = gg < 4 * H
-            d_next = tl.load(d_later[:, None] + 2 * L + gg[None, :], mask=later[:, None] & g_ok[None, :],
+            d_next = tl.load(d_later[:, None] + 2 * L + gg[None, :], mask=(later[:, None] > 0) & g_ok[None, :],
                              other=0.0, cache_modifier=".cg")
             w = tl.load(w_base + (2 * L + gg[:, None]) * H + nn[None, :], mask=g_ok[:, None] & n_ok[None, :],
                         other=0.0)
             acc += tl.dot(d_next, w, input_precision=PRECISION)
-        ok = valid[:, None] & n_ok[None, :]
+        ok = (valid[:, None] > 0) & n_ok[None, :]
         d_h = acc + tl.load(grad_h_ptr + (rows[:, None] * T + pos[:, None]) * (K * H) + d * H + nn[None, :],
                             mask=ok, other=0.0)
 
         # 3. the gates' gradients at step s, from the gates recomputed off the saved pre-activations
         acts_row = acts_ptr + ((d * B + rows) * T + pos) * G
-        ok_s = valid[:, None] & lv_ok[None, :]
+        ok_s = (valid[:, None] > 0) & lv_ok[None, :]
         logit_i, logit_f = _load_logits(acts_row, ok_s, lv, L)
         m_i, m_f = _own_masters(logit_i, logit_f, lv, lv_ok, p, level_n, LB, SYMMETRIC)
         gate = acts_row[:, None] + 2 * L + nn[None, :]
@@ -331,10 +334,10 @@ def onlstm_backward_kernel(
         per_f = tl.where(ok, d_c * c_prev + d_w * m_i, 0.0)
         level_out = level_ptr + (((r % 2) * K + d) * B + rows) * 2 * LP
         for j in tl.static_range(LB):
-            ok_j = valid & (lengths * 0 + p * LB + j < L)  # a vector comparison (see _step)
+            ok_j = (valid > 0) & (lengths * 0 + p * LB + j < L)  # a vector comparison (see _step)
             tl.store(level_out + p * LB + j, tl.sum(tl.where(level_n[None, :] == j, per_i, 0.0), 1), mask=ok_j)
             tl.store(level_out + LP + p * LB + j, tl.sum(tl.where(level_n[None, :] == j, per_f, 0.0), 1), mask=ok_j)
         # dL/dc_{t-1}; a row past its end passes its carry through unchanged
-        tl.store(carry_at, tl.where(valid[:, None], d_c * (w * f + m_f - w), carry), mask=carry_ok)
+        tl.store(carry_at, tl.where((valid[:, None] > 0), d_c * (w * f + m_f - w), carry), mask=carry_ok)
         if PERSISTENT:
             _grid_sync(counter_ptr, (r - r_begin + 1) * programs)
