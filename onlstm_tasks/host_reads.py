@@ -34,8 +34,11 @@ class HostReads:
     inside_ops: int = 0
     where: collections.Counter = field(default_factory=collections.Counter)
     _depth: int = 0
+    paused: bool = False  # set while reads are not to be counted (a CPU data loader's work, say)
 
     def record(self, what: str) -> None:
+        if self.paused:
+            return
         if self._depth:
             self.inside_ops += 1
             return

@@ -17,6 +17,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .callbacks.final_validation import ValidateLastStep
+from .callbacks.progress_bar import quiet_bar_for
 from .callbacks.resume import resume_from_last
 from .config_checks import check_config, check_config_files
 from .config_help import DATA_FACTS, config_files, merge
@@ -182,6 +183,7 @@ class TasksCLI(LightningCLI):
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(c, ValidateLastStep) for c in trainer.callbacks):
             trainer.callbacks.append(ValidateLastStep())
+        _quiet_default_progress_bar(trainer)
         return trainer
 
     def after_fit(self) -> None:
@@ -191,6 +193,16 @@ class TasksCLI(LightningCLI):
                 log.warning("test_after_fit: no best checkpoint (no checkpoint callback, or no validation ran); "
                             "testing the final weights")
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
+
+
+def _quiet_default_progress_bar(trainer) -> None:
+    """Lightning's own bars (TQDM's, or Rich's where ``rich`` is installed) become their
+    :class:`~onlstm_tasks.callbacks.progress_bar.LoggedStepMetrics` versions, which read no tensor between logging
+    steps; a bar of another class stays."""
+    for i, callback in enumerate(trainer.callbacks):
+        quiet = quiet_bar_for(callback)
+        if quiet is not None:
+            trainer.callbacks[i] = quiet
 
 
 def run_cli(args: list[str] | None) -> None:

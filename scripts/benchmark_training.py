@@ -86,27 +86,45 @@ def phases(totals: dict[str, float]) -> dict[str, float]:
             "rest": epochs - wait - forward - backward}
 
 
-def loader_seconds(data: str, config: str) -> tuple[float, int]:
-    """One pass of the training loader of ``config``'s data module (its settings, with ``data`` as the path)."""
+def loader_seconds(data: str, config: str, workers: int | None = None) -> tuple[float, int]:
+    """One pass of the training loader of ``config``'s data module (its settings, with ``data`` as the path;
+    ``workers``: its ``num_workers`` instead of the config's), tokens counted on the host."""
     import importlib
 
+    import torch
     import yaml
 
     spec = yaml.safe_load((REPO / config).read_text())["data"]
     module, _, name = spec["class_path"].rpartition(".")
-    dm = getattr(importlib.import_module(module), name)(**{**spec.get("init_args", {}), "path": data,
-                                                          "revision": None})
+    init = {**spec.get("init_args", {}), "path": data, "revision": None}
+    if workers is not None:
+        init["num_workers"] = workers
+    dm = getattr(importlib.import_module(module), name)(**init)
     dm.setup("fit")
-    start, tokens = time.perf_counter(), 0
-    for batch in dm.train_dataloader():
-        tokens += int(batch.tokens.mask.sum())
-    return time.perf_counter() - start, tokens
+    threads = torch.get_num_threads()
+    if workers == 0:
+        torch.set_num_threads(1)
+    try:
+        loader = dm.train_dataloader()
+        start, tokens = time.perf_counter(), 0
+        for batch in loader:
+            tokens += sum(len(words) for words in batch.tokens.words)
+        return time.perf_counter() - start, tokens
+    finally:
+        torch.set_num_threads(threads)
+
+
+def config_workers(config: str) -> int:
+    import yaml
+
+    return int(yaml.safe_load((REPO / config).read_text())["data"].get("init_args", {}).get("num_workers", 0) or 0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(REPO / ".." / "shared" / "data" / "conll2012_ontonotesv5"))
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--loader-only", action="store_true", help="only the data loader's two lines")
     ap.add_argument("--configs", nargs="+", metavar="NAME=CONFIG", help="configs to compare (default: "
                     + ", ".join(f"{n}={c}" for n, c in CONFIGS.items()) + ")")
     args = ap.parse_args()
@@ -116,9 +134,15 @@ def main() -> None:
             ap.error("--configs takes NAME=CONFIG pairs")
         configs = dict(item.split("=", 1) for item in args.configs)
     print(f"machine: {machine()}")
-    seconds, tokens = loader_seconds(args.data, next(iter(configs.values())))
-    print(f"data loader alone: one training epoch ({tokens} tokens) in {seconds:.2f} s = {tokens / seconds:,.0f} "
-          "tokens/s")
+    first = next(iter(configs.values()))
+    alone, tokens = loader_seconds(args.data, first, workers=0)
+    print(f"data loader alone, 0 workers, 1 thread: one training epoch ({tokens} tokens) in {alone:.2f} s = "
+          f"{tokens / alone:,.0f} tokens/s")
+    seconds, tokens = loader_seconds(args.data, first)
+    print(f"data loader as training runs it ({config_workers(first)} workers, their start included): one training "
+          f"epoch in {seconds:.2f} s = {tokens / seconds:,.0f} tokens/s")
+    if args.loader_only:
+        return
     header = f"{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}"
     results = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,14 +19,14 @@ from onlstm_tasks.trees.gold import (
     parsed_by_text,
     read_depparsed_json,
 )
-from onlstm_tasks.trees.heads import heads_to_tensor
 
 from .absa_readers import POLARITIES, load_absa_splits, nth_occurrence
 from .absa_readers.aspects import AspectCollector
 from .base import adopt_checkpoint_data, carve_validation
 from .batching import IGNORE, PinsMemory, TokenBatch
 from .examples import Example
-from .features import TokenEncoder, build_vocabularies, pad_tokens
+from .features import TokenEncoder, build_vocabularies
+from .packed import PackedTokens, padded_heads, tensor_form_heads
 from .gold_trees import example_heads_from_parsed
 from .labelled import LabelledDataModule
 from .readers._common import read_lines
@@ -269,18 +269,19 @@ class AspectSentimentDataModule(LabelledDataModule):
 
     def _collate(self, split: str):
         items = self._encode(split)
+        packed = self._packed_split(split, lambda items: PackedTokens(
+            [(w, c, words) for w, c, words, *_ in items],
+            {"aspect": [[int(start <= t < end) for t in range(len(w))] for w, _, _, (start, end), *_ in items],
+             "heads": [tensor_form_heads(heads, len(w)) for w, *_, heads in items]}))
+        labels = torch.tensor([label for *_, label, _ in items], dtype=torch.long)
+        has_tree = [heads is not None for *_, heads in items]
         singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> AspectBatch:
-            chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, *_ in chosen], singletons)
-            aspect_mask = torch.zeros_like(tokens.mask)
-            for b, (*_, (start, end), _, _) in enumerate(chosen):
-                aspect_mask[b, start:end] = True
-            labels = torch.tensor([label for *_, label, _ in chosen], dtype=torch.long)
-            heads = [h for *_, h in chosen]
-            heads = None if any(h is None for h in heads) else heads_to_tensor(heads, tokens.mask.size(1))
-            return AspectBatch(tokens=tokens, aspect_mask=aspect_mask, labels=labels, index=list(indices),
+            tokens, values = packed.batch(indices, singletons)
+            heads = padded_heads(values["heads"], tokens.mask) if all(has_tree[i] for i in indices) else None
+            return AspectBatch(tokens=tokens, aspect_mask=values["aspect"].bool(),
+                               labels=labels[torch.as_tensor(indices, dtype=torch.long)], index=list(indices),
                                heads=heads)
 
         return collate

@@ -112,6 +112,7 @@ class TaskDataModule(pl.LightningDataModule):
         self._splits: dict[str, list] | None = None
         self._vocab: Any = None
         self._encoded: dict[str, list] = {}
+        self._packed: dict[str, object] = {}  # split -> its tokens as flat tensors (data/packed.py), built once
         self._predict_examples: list | None = None
         self._model_to_run: Any = None  # the model a Trainer will run, named by check_inputs before it is attached
 
@@ -180,6 +181,7 @@ class TaskDataModule(pl.LightningDataModule):
         self._vocab = vocabularies
         self._predict_examples = list(examples)
         self._encoded.pop("predict", None)
+        self._packed.pop("predict", None)
 
     def _vocabularies(self) -> Any:
         if self._vocab is None:
@@ -236,6 +238,12 @@ class TaskDataModule(pl.LightningDataModule):
 
     def _encode_split(self, split: str) -> list:
         raise NotImplementedError
+
+    def _packed_split(self, split: str, build: Callable[[list], object]):
+        """``build(encoded items)`` of ``split`` (its tokens as flat tensors), made once and kept."""
+        if split not in self._packed:
+            self._packed[split] = build(self._encode(split))
+        return self._packed[split]
 
     def setup(self, stage: str | None = None) -> None:
         """Reads every split once and encodes (so checks) those the stage uses: with ``fit`` the test split too

@@ -10,13 +10,14 @@ from typing import Any, Literal
 import torch
 
 from onlstm_tasks.errors import DataFormatError
-from onlstm_tasks.trees.heads import heads_to_tensor, slice_heads
+from onlstm_tasks.trees.heads import slice_heads
 
 from .base import adopt_checkpoint_data
 from .batching import PinsMemory, TokenBatch
 from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
-from .features import TokenEncoder, build_vocabularies, pad_tokens
+from .features import TokenEncoder, build_vocabularies
+from .packed import PackedTokens, padded_heads, tensor_form_heads
 from .gold_trees import example_heads, has_gold_tree
 from .labelled import LabelledDataModule
 from .readers import load_ner_splits
@@ -244,16 +245,16 @@ class NERDataModule(LabelledDataModule):
 
     def _collate(self, split: str):
         items = self._encode(split)
+        packed = self._packed_split(split, lambda items: PackedTokens(
+            [(w, c, words) for w, c, words, _, _ in items],
+            {"tags": [tags for *_, tags, _ in items],
+             "heads": [tensor_form_heads(heads, len(w)) for w, *_, heads in items]}))
+        has_tree = [heads is not None for *_, heads in items]
         singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> NERBatch:
-            chosen = [items[i] for i in indices]
-            tokens = pad_tokens([(w, c, words) for w, c, words, _, _ in chosen], singletons)
-            tags = torch.zeros_like(tokens.word_ids)
-            for b, (*_, tag_ids, _) in enumerate(chosen):
-                tags[b, : len(tag_ids)] = torch.tensor(tag_ids)
-            heads = [h for *_, h in chosen]
-            heads = None if any(h is None for h in heads) else heads_to_tensor(heads, tokens.mask.size(1))
-            return NERBatch(tokens=tokens, tags=tags, index=list(indices), heads=heads)
+            tokens, values = packed.batch(indices, singletons)
+            heads = padded_heads(values["heads"], tokens.mask) if all(has_tree[i] for i in indices) else None
+            return NERBatch(tokens=tokens, tags=values["tags"], index=list(indices), heads=heads)
 
         return collate

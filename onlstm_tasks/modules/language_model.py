@@ -111,12 +111,15 @@ class LanguageModelNet(nn.Module):
             self.decoder.weight = self.embedder.embedding.weight
         self.output_dropout = output_dropout
 
-    def forward(self, tokens: TokenBatch, state: object | None = None) -> LMOutput:
+    def forward(self, tokens: TokenBatch, state: object | None = None, carry: bool = False) -> LMOutput:
+        """``carry``: a window of a contiguous stream (every row full), whose final state the next window starts
+        from: the encoder gets no mask (a full batch, known without reading the mask on the host)."""
         x = self.embedder(tokens)
+        mask = None if carry else tokens.mask
         if state is None:
-            encoded = self.encoder(x, tokens.mask)
+            encoded = self.encoder(x, mask)
         else:
-            encoded = self.encoder(x, tokens.mask, state=state)
+            encoded = self.encoder(x, mask, state=state)
         dropped = locked_dropout(encoded.hidden, self.output_dropout, self.training)
         halves = dropped.chunk(self.directions, dim=-1)
         return LMOutput(halves[0], halves[1] if self.bidirectional else None, encoded, dropped)

@@ -110,7 +110,7 @@ class AspectSentimentClassifier(TaskModel):
     # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
         loss = F.cross_entropy(self(batch), batch.labels)
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
+        self.log("train_loss", loss, batch_size=len(batch.index))  # the bar shows it as logged
         return loss
 
     def _evaluate(self, batch, stage: str) -> torch.Tensor:

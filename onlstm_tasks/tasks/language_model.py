@@ -144,7 +144,7 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
                              f"{type(self.net.encoder).__name__} cannot take; use an ONLSTM, LSTM or GRU encoder or "
                              f"data mode: sentence")
         state = None if batch.index[0] == 0 else self._carried.get(stage)
-        out = self.net(batch.tokens, state=state)
+        out = self.net(batch.tokens, state=state, carry=True)
         self._carried[stage] = detach_state(out.encoded.state)
         return out
 
@@ -161,11 +161,12 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
         out = self._run(batch, "train")
         nll, count = self._nll(out, batch)["both"]
         loss = nll / count.clamp(min=1)
-        self.log("train_nll", loss, prog_bar=True, batch_size=int(count))
+        # batch_size: sentences (windows), known on the host; the bar shows train_nll as logged
+        self.log("train_nll", loss, batch_size=len(batch.index))
         if self.alpha or self.beta:
             ar, tar = activation_penalties(out.encoded, out.dropped, batch.tokens.mask)
             loss = loss + self.alpha * ar + self.beta * tar
-        self.log("train_loss", loss, batch_size=int(count))
+        self.log("train_loss", loss, batch_size=len(batch.index))
         return loss
 
     def _evaluate(self, batch, stage: str) -> None:

@@ -94,7 +94,7 @@ class NERTagger(TaskModel):
     # ---- loops --------------------------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
         loss = self.net.loss(batch.tokens, batch.tags, self.tree_heads(batch))
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch.index))
+        self.log("train_loss", loss, batch_size=len(batch.index))  # the bar shows it as logged
         return loss
 
     def _evaluate(self, batch, metric: EntityF1, prefix: str) -> None:

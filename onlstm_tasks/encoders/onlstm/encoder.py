@@ -42,7 +42,9 @@ class ONLSTM(StatefulEncoder):
 
     State carry (:class:`StatefulEncoder`): a unidirectional encoder on a full batch returns its final state, a
     tuple with one ``(h, c)`` per layer (each [B, hidden_sizes[layer]]), and starts from such a ``state`` when
-    given one (the next window of a stream, truncated back-propagation through time).
+    given one (the next window of a stream, truncated back-propagation through time). Without a state, "full"
+    means mask None: a given mask is not read on the host to find out (an all-True mask counts as full only
+    beside a given state).
     """
 
     def __init__(
@@ -111,9 +113,11 @@ class ONLSTM(StatefulEncoder):
         else:
             given, mask = mask, self.check_inputs(x, mask)
             lengths = mask.sum(1)
-            # whether every row is full matters only to a left-to-right encoder's state carry: a bidirectional
-            # one never reads the lengths on the host
-            full = given is None or (not self.bidirectional and bool((lengths == x.size(1)).all()))
+            # whether every row is full matters only to a left-to-right encoder that starts from a given state
+            # (a stream's next window): only then are the lengths read on the host. A mask with no state means
+            # no carry (a stream's first window passes mask None), so a training step reads nothing
+            full = given is None or (not self.bidirectional and state is not None
+                                     and bool((lengths == x.size(1)).all()))
         if lengths is None:
             lengths = torch.full((x.size(0),), x.size(1), dtype=torch.long, device=x.device)
         carry = self.carries_state(full, state)
