@@ -39,16 +39,25 @@ def data_args(path: str) -> list[str]:
     return ["--data.init_args.path", path, "--data.init_args.revision", "null"]
 
 
+def split_config(spec: str) -> tuple[str, list[str]]:
+    """``CONFIG`` or ``CONFIG@KEY=VALUE@KEY=VALUE...``: the config file and its command-line overrides (for example
+    ``configs/ner/ontonotes_onlstm_crf_gpu.yaml@data.init_args.max_tokens=8192``)."""
+    config, *overrides = spec.split("@")
+    return config, [part for item in overrides for part in (f"--{item.split('=', 1)[0]}", item.split("=", 1)[1])]
+
+
 def train(config: str, data: str, epochs: int, out: Path) -> tuple[list[dict[str, float]], dict] | None:
     """Per-epoch figures and the profiler's totals of ``epochs`` of training, or None where the run failed (its
-    error printed)."""
+    error printed). ``config`` as :func:`split_config` reads it."""
+    config, overrides = split_config(config)
     cmd = [sys.executable, "-m", "onlstm_tasks.cli", "fit", "--config", str(REPO / config), *data_args(data),
            "--trainer.max_epochs", str(epochs), "--trainer.limit_val_batches", "0", "--test_after_fit", "false",
            "--trainer.enable_checkpointing", "false", "--trainer.enable_progress_bar", "false",
            "--trainer.callbacks", "onlstm_tasks.callbacks.EpochResources",
            "--trainer.logger.init_args.save_dir", str(out), "--trainer.default_root_dir", str(out),
            "--trainer.profiler", "lightning.pytorch.profilers.SimpleProfiler",
-           "--trainer.profiler.init_args.dirpath", str(out), "--trainer.profiler.init_args.filename", "profile"]
+           "--trainer.profiler.init_args.dirpath", str(out), "--trainer.profiler.init_args.filename", "profile",
+           *overrides]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode:
         print(f"{config} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", flush=True)
@@ -86,9 +95,10 @@ def phases(totals: dict[str, float]) -> dict[str, float]:
             "rest": epochs - wait - forward - backward}
 
 
-def loader_seconds(data: str, config: str, workers: int | None = None) -> tuple[float, int]:
-    """One pass of the training loader of ``config``'s data module (its settings, with ``data`` as the path;
-    ``workers``: its ``num_workers`` instead of the config's), tokens counted on the host."""
+def loader_seconds(data: str, config: str, workers: int | None = None, passes: int = 10) -> tuple[float, int]:
+    """Seconds and tokens of one pass (the mean of ``passes``) of the training loader of ``config``'s data module
+    (its settings, with ``data`` as the path; ``workers``: its ``num_workers`` instead of the config's), tokens
+    counted on the host."""
     import importlib
 
     import torch
@@ -99,6 +109,8 @@ def loader_seconds(data: str, config: str, workers: int | None = None) -> tuple[
     init = {**spec.get("init_args", {}), "path": data, "revision": None}
     if workers is not None:
         init["num_workers"] = workers
+    if "kind: gold" not in (REPO / config).read_text():  # as in training: only a gold tree source reads trees
+        init["gold_trees"] = False
     dm = getattr(importlib.import_module(module), name)(**init)
     dm.setup("fit")
     threads = torch.get_num_threads()
@@ -107,9 +119,10 @@ def loader_seconds(data: str, config: str, workers: int | None = None) -> tuple[
     try:
         loader = dm.train_dataloader()
         start, tokens = time.perf_counter(), 0
-        for batch in loader:
-            tokens += sum(len(words) for words in batch.tokens.words)
-        return time.perf_counter() - start, tokens
+        for _ in range(passes):  # an epoch of the kit is ~0.05 s: several, for a steady figure
+            for batch in loader:
+                tokens += sum(len(words) for words in batch.tokens.words)
+        return (time.perf_counter() - start) / passes, tokens // passes
     finally:
         torch.set_num_threads(threads)
 
@@ -134,11 +147,11 @@ def main() -> None:
             ap.error("--configs takes NAME=CONFIG pairs")
         configs = dict(item.split("=", 1) for item in args.configs)
     print(f"machine: {machine()}")
-    first = next(iter(configs.values()))
+    first = split_config(next(iter(configs.values())))[0]
     alone, tokens = loader_seconds(args.data, first, workers=0)
     print(f"data loader alone, 0 workers, 1 thread: one training epoch ({tokens} tokens) in {alone:.2f} s = "
           f"{tokens / alone:,.0f} tokens/s")
-    seconds, tokens = loader_seconds(args.data, first)
+    seconds, tokens = loader_seconds(args.data, first, passes=1)
     print(f"data loader as training runs it ({config_workers(first)} workers, their start included): one training "
           f"epoch in {seconds:.2f} s = {tokens / seconds:,.0f} tokens/s")
     if args.loader_only:

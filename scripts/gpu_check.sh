@@ -5,18 +5,20 @@
 #                                           # ignored by git, never committed)
 # then run on the device, from the repository root, carrying [".whl", ".kit"]:
 #   bash scripts/gpu_check.sh               # prints everything, ends in one summary table; logs to $OUT when set
-# Steps (each capped by a timeout; budget in seconds): the CUDA tests, required to pass (ONLSTM_REQUIRE_CUDA=1: a skip
-# fails) 120; the encoder table against cuDNN nn.LSTM at NER and language-model shapes (the ON-LSTM column is the
-# default on a GPU, the triton back end: one kernel per layer pass; the loop column the per-step PyTorch loop) 120;
-# end-to-end training on the OntoNotes kit, tokens/s of every epoch, the first included, ON-LSTM-CRF against
-# LSTM-CRF (shipped configs) and the GPU config 100; the quickstart in float32 and bf16 autocast, wall time and test
-# F1, 2 x 45; the shipped bidirectional LM config for 300 steps 60. The Triton kernels compile on first use (seconds)
-# and are cached on disk for the later processes.
-# GPU_CHECK_ONLY="tests quickstart" (any of: tests encoders training quickstart lm) runs only those steps, for a
-# short rerun after a fix.
+# Steps (each capped by a timeout; budget in seconds): the Triton kernels compiled ahead, 12 processes at once, into
+# Triton's disk cache (scripts/warm_triton_kernels.py) 240; the CUDA tests, required to pass (ONLSTM_REQUIRE_CUDA=1:
+# a skip fails) 180; the encoder table against cuDNN nn.LSTM at NER and language-model shapes, once with TF32 and
+# once in full float32 on both sides (the ON-LSTM column is the default on a GPU, the triton back end; the loop
+# column the per-step PyTorch loop) 2 x 150; end-to-end training on the OntoNotes kit, tokens/s of every epoch, the
+# first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096, 8,192 and
+# 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
+# configs, 2 x 60; the quickstart in float32 and bf16 autocast, wall time and test F1, 2 x 45; the shipped
+# bidirectional LM config for 300 steps 60.
+# GPU_CHECK_ONLY="tests quickstart" (any of: warm tests encoders training fitsync quickstart lm) runs only those
+# steps, for a short rerun after a fix.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ONLY=" ${GPU_CHECK_ONLY:-warm tests encoders training quickstart lm} "
+ONLY=" ${GPU_CHECK_ONLY:-warm tests encoders training fitsync quickstart lm} "
 want() { [[ "$ONLY" == *" $1 "* ]]; }
 tests=0
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
@@ -67,13 +69,25 @@ done
 fi
 
 if want training; then
-step "end-to-end training on the OntoNotes kit: tokens/s per epoch (the first included)"
-timeout 100 python3 scripts/benchmark_training.py --data .kit/conll2012_ontonotesv5 --epochs 3 --configs \
+step "end-to-end training on the OntoNotes kit: tokens/s per epoch (the first included); the GPU config at max_tokens 4,096 / 8,192 / 16,384"
+gpu=configs/ner/ontonotes_onlstm_crf_gpu.yaml
+timeout 150 python3 scripts/benchmark_training.py --data .kit/conll2012_ontonotesv5 --epochs 3 --configs \
   ON-LSTM-CRF=configs/ner/ontonotes_onlstm_crf.yaml LSTM-CRF=configs/ner/ontonotes_lstm_crf.yaml \
-  GPU-config=configs/ner/ontonotes_onlstm_crf_gpu.yaml | tee /tmp/training.log
-for name in ON-LSTM-CRF LSTM-CRF GPU-config; do
+  GPU-4096=$gpu GPU-8192=$gpu@data.init_args.max_tokens=8192 GPU-16384=$gpu@data.init_args.max_tokens=16384 \
+  | tee /tmp/training.log
+row "loader alone (0 workers, 1 thread)" "$(grep -m1 'loader alone' /tmp/training.log | grep -Eo '[0-9,]+ tokens/s')"
+for name in ON-LSTM-CRF LSTM-CRF GPU-4096 GPU-8192 GPU-16384; do
   row "$name tokens/s, epochs 1 / 2 / 3" "$(awk -v n="$name" '$1==n && $3 !~ /%/ {printf "%s ", $4}' /tmp/training.log)"
 done
+fi
+
+if want fitsync; then
+step "host syncs of a real fit (set_sync_debug_mode warn after 5 warm-up steps, 40 steps, logging every 10)"
+for config in configs/ner/ontonotes_onlstm_crf.yaml configs/ner/ontonotes_onlstm_crf_gpu.yaml; do
+  timeout 60 python3 scripts/fit_sync_check.py --config $config --steps 40 -- --data.init_args.path \
+    .kit/conll2012_ontonotesv5 --data.init_args.revision null 2>&1 | grep -v Warning | tail -3 | tee -a /tmp/fitsync.log
+done
+row "fit syncs (logging steps / other steps)" "$(grep -Eo 'logging steps [0-9]+, at the other steps [0-9]+' /tmp/fitsync.log | tr '\n' ';')"
 fi
 
 if want quickstart; then

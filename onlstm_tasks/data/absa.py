@@ -26,7 +26,7 @@ from .base import adopt_checkpoint_data, carve_validation
 from .batching import IGNORE, PinsMemory, TokenBatch
 from .examples import Example
 from .features import TokenEncoder, build_vocabularies
-from .packed import PackedTokens, padded_heads, tensor_form_heads
+from .packed import PackedTokens, gold_heads_values, padded_heads
 from .gold_trees import example_heads_from_parsed
 from .labelled import LabelledDataModule
 from .readers._common import read_lines
@@ -272,7 +272,7 @@ class AspectSentimentDataModule(LabelledDataModule):
         packed = self._packed_split(split, lambda items: PackedTokens(
             [(w, c, words) for w, c, words, *_ in items],
             {"aspect": [[int(start <= t < end) for t in range(len(w))] for w, _, _, (start, end), *_ in items],
-             "heads": [tensor_form_heads(heads, len(w)) for w, *_, heads in items]}))
+             **gold_heads_values(items)}))
         labels = torch.tensor([label for *_, label, _ in items], dtype=torch.long)
         has_tree = [heads is not None for *_, heads in items]
         singletons = self._singleton_table(split)

@@ -17,7 +17,7 @@ from .batching import PinsMemory, TokenBatch
 from .checks import check_tokens, drop_empty_sentences, warn_cut_types
 from .examples import Example
 from .features import TokenEncoder, build_vocabularies
-from .packed import PackedTokens, padded_heads, tensor_form_heads
+from .packed import PackedTokens, gold_heads_values, padded_heads
 from .gold_trees import example_heads, has_gold_tree
 from .labelled import LabelledDataModule
 from .readers import load_ner_splits
@@ -248,7 +248,7 @@ class NERDataModule(LabelledDataModule):
         packed = self._packed_split(split, lambda items: PackedTokens(
             [(w, c, words) for w, c, words, _, _ in items],
             {"tags": [tags for *_, tags, _ in items],
-             "heads": [tensor_form_heads(heads, len(w)) for w, *_, heads in items]}))
+             **gold_heads_values(items)}))
         has_tree = [heads is not None for *_, heads in items]
         singletons = self._singleton_table(split)
 

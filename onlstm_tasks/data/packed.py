@@ -28,6 +28,14 @@ def tensor_form_heads(heads: Sequence[int] | None, length: int) -> list[int]:
     return [t if h == 0 else h - 1 for t, h in enumerate(heads)]
 
 
+def gold_heads_values(items) -> dict[str, list[list[int]]]:
+    """``{"heads": ...}`` for a split's encoded items whose last field is the gold heads (None: no tree), or ``{}``
+    where no sentence has a tree (a model that reads no gold tree: nothing to gather per batch)."""
+    if all(item[-1] is None for item in items):
+        return {}
+    return {"heads": [tensor_form_heads(item[-1], len(item[0])) for item in items]}
+
+
 def padded_heads(gathered: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Gathered tensor-form heads ``[B, T]`` with padded places pointing to themselves (as ``heads_to_tensor``)."""
     return torch.where(mask, gathered, torch.arange(mask.size(1))[None, :])
@@ -41,7 +49,7 @@ class PackedTokens:
                  values: dict[str, Sequence[Sequence[int]]] | None = None) -> None:
         self.lengths = [len(w) for w, _, _ in sentences]
         self.widths = [max((len(c) for c in chars), default=0) for _, chars, _ in sentences]
-        self.words = [words for *_, words in sentences]
+        self.words = [list(words) for *_, words in sentences]
         starts = [1]  # flat index 0: the padding entry
         for n in self.lengths[:-1]:
             starts.append(starts[-1] + n)
@@ -78,6 +86,6 @@ class PackedTokens:
         in_word = c < self.char_lengths[positions][..., None]  # [B, T, C]; padded places have no characters
         char_ids = self.char_ids[(self.char_starts[positions][..., None] + c) * in_word]
         tokens = TokenBatch(word_ids=word_ids, char_ids=char_ids, mask=mask,
-                            words=[list(self.words[i]) for i in indices],
+                            words=[self.words[i] for i in indices],
                             singletons=None if singletons is None else singletons[word_ids])
         return tokens, {name: flat[positions] for name, flat in self.values.items()}

@@ -209,7 +209,9 @@ def _synthetic_ner_batch(labels: int, words: int, steps: int, device: str):
 @cuda_test
 def test_cuda_host_syncs_of_a_training_step_do_not_grow_with_the_steps():
     """``torch.cuda.set_sync_debug_mode``: a whole NER training step (embedder, bidirectional ON-LSTM, CRF loss,
-    backward) syncs with the host as often at 32 steps as at 8 (and, by the CPU count, never)."""
+    backward) never syncs with the host, at 8 steps as at 32. Both shapes are warmed up first: on the H200 (2026-11-27
+    and -28) the first measured shape synced once and the later one never, a one-off of first use (the caching
+    allocator growing, a lazy initialisation) that "error" mode, run after it, never met again."""
     import warnings
 
     from onlstm_tasks.tasks.ner import NERTagger
@@ -218,12 +220,13 @@ def test_cuda_host_syncs_of_a_training_step_do_not_grow_with_the_steps():
     words, chars = [f"w{i}" for i in range(50)], [chr(97 + i) for i in range(20)]
     torch.manual_seed(8)
     model = NERTagger(["<pad>", "<unk>", *words], ["<pad>", "<unk>", *chars], labels).cuda().train()
-    counts, sites = [], []
-    for steps in (8, 32):
-        batch = _synthetic_ner_batch(len(labels), len(words), steps, "cuda")
-        for _ in range(2):  # warm-up: the kernels compile, lazy inits run
+    batches = {steps: _synthetic_ner_batch(len(labels), len(words), steps, "cuda") for steps in (8, 32)}
+    for _ in range(2):  # warm-up of both shapes: the kernels compile, lazy inits run, the allocator grows
+        for batch in batches.values():
             model.training_step(batch, 0).backward()
-        torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    counts, sites = [], []
+    for steps, batch in batches.items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             torch.cuda.set_sync_debug_mode("warn")
@@ -234,7 +237,7 @@ def test_cuda_host_syncs_of_a_training_step_do_not_grow_with_the_steps():
         syncs = [w for w in caught if "synchroniz" in str(w.message)]
         counts.append(len(syncs))
         sites += [f"{steps} steps: {w.filename}:{w.lineno}" for w in syncs]
-    assert counts[0] == counts[1], (counts, sites, _first_sync_traceback(model, len(labels), len(words)))
+    assert counts == [0, 0], (counts, sites, _first_sync_traceback(model, len(labels), len(words)))
 
 
 def _first_sync_traceback(model, labels: int, words: int) -> str:
