@@ -95,13 +95,18 @@ def phases(totals: dict[str, float]) -> dict[str, float]:
             "rest": epochs - wait - forward - backward}
 
 
-def loader_seconds(data: str, config: str, workers: int | None = None, passes: int = 10) -> tuple[float, int]:
-    """Seconds and tokens of one pass (the mean of ``passes``) of the training loader of ``config``'s data module
-    (its settings, with ``data`` as the path; ``workers``: its ``num_workers`` instead of the config's), tokens
-    counted on the host."""
+def loader_shapes(data: str, config: str) -> int:
+    """How many distinct (rows, steps, characters) shapes one training epoch of ``config``'s loader gives (each a
+    first use on a GPU: kernel selection, allocator growth, autotuning)."""
+    dm = data_module(data, config, workers=0)
+    return len({tuple(batch.tokens.char_ids.shape) for batch in dm.train_dataloader()})
+
+
+def data_module(data: str, config: str, workers: int | None = None):
+    """``config``'s data module (its settings, with ``data`` as the path; ``workers``: its ``num_workers`` instead
+    of the config's; gold trees only where the model reads them), set up for fit."""
     import importlib
 
-    import torch
     import yaml
 
     spec = yaml.safe_load((REPO / config).read_text())["data"]
@@ -113,6 +118,15 @@ def loader_seconds(data: str, config: str, workers: int | None = None, passes: i
         init["gold_trees"] = False
     dm = getattr(importlib.import_module(module), name)(**init)
     dm.setup("fit")
+    return dm
+
+
+def loader_seconds(data: str, config: str, workers: int | None = None, passes: int = 10) -> tuple[float, int]:
+    """Seconds and tokens of one pass (the mean of ``passes``) of the training loader of ``config``'s data module
+    (:func:`data_module`), tokens counted on the host."""
+    import torch
+
+    dm = data_module(data, config, workers)
     threads = torch.get_num_threads()
     if workers == 0:
         torch.set_num_threads(1)
@@ -154,6 +168,9 @@ def main() -> None:
     seconds, tokens = loader_seconds(args.data, first, passes=1)
     print(f"data loader as training runs it ({config_workers(first)} workers, their start included): one training "
           f"epoch in {seconds:.2f} s = {tokens / seconds:,.0f} tokens/s")
+    for name, spec in configs.items():
+        config = split_config(spec)[0]
+        print(f"distinct batch shapes in one training epoch, {name}: {loader_shapes(args.data, config)}")
     if args.loader_only:
         return
     header = f"{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}"

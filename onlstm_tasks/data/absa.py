@@ -278,7 +278,7 @@ class AspectSentimentDataModule(LabelledDataModule):
         singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> AspectBatch:
-            tokens, values = packed.batch(indices, singletons)
+            tokens, values = packed.batch(indices, singletons, self.hparams.pad_to_multiple_of)
             heads = padded_heads(values["heads"], tokens.mask) if all(has_tree[i] for i in indices) else None
             return AspectBatch(tokens=tokens, aspect_mask=values["aspect"].bool(),
                                labels=labels[torch.as_tensor(indices, dtype=torch.long)], index=list(indices),

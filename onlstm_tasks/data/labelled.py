@@ -31,6 +31,9 @@ class LabelledDataModule(TaskDataModule):
         predict_file: the inputs of ``predict``.
         num_workers: data-loading processes (None: chosen from the machine).
         max_tokens: a cap on the tokens of a training batch (None: ``batch_size`` sentences).
+        pad_to_multiple_of: batches are padded to a length, and words to a character width, that is a multiple of
+            this (1: the longest sentence and word of the batch). 8 on a GPU: fewer distinct shapes per epoch, so
+            fewer first-use costs (kernel selection, allocator growth).
         vectors: a word vectors file (GloVe/word2vec text, e.g. from ``scripts/train_vectors.py``): its first
             ``vectors_max_words`` words (most frequent first; all with ``None``), normalised as the data's words,
             join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
@@ -57,12 +60,15 @@ class LabelledDataModule(TaskDataModule):
         predict_file: str | None = None,
         num_workers: int | None = None,
         max_tokens: int | None = None,
+        pad_to_multiple_of: int = 1,
         seed: int = 0,
         vectors: str | None = None,
         vectors_max_words: int | None = 100_000,
         lowercase_fallback: bool | None = None,
     ) -> None:
         super().__init__()
+        if pad_to_multiple_of < 1:
+            raise ValueError(f"pad_to_multiple_of must be at least 1, got {pad_to_multiple_of}")
         self.save_hyperparameters()  # with the subclass's own arguments (Lightning collects every level)
         self.normalizer = WordNormalizer(lowercase, normalize_digits,
                                          lowercase_fallback_for(lowercase_fallback, vectors))

@@ -253,7 +253,7 @@ class NERDataModule(LabelledDataModule):
         singletons = self._singleton_table(split)
 
         def collate(indices: list[int]) -> NERBatch:
-            tokens, values = packed.batch(indices, singletons)
+            tokens, values = packed.batch(indices, singletons, self.hparams.pad_to_multiple_of)
             heads = padded_heads(values["heads"], tokens.mask) if all(has_tree[i] for i in indices) else None
             return NERBatch(tokens=tokens, tags=values["tags"], index=list(indices), heads=heads)
 

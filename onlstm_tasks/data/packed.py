@@ -20,6 +20,10 @@ import torch
 from .batching import TokenBatch
 
 
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
 def tensor_form_heads(heads: Sequence[int] | None, length: int) -> list[int]:
     """A sentence's heads in list form (1-based, 0 the root; None: no tree, zeros) as the per-token values of the
     tensor form of :func:`~onlstm_tasks.trees.heads.heads_to_tensor` (0-based, the root pointing to itself)."""
@@ -67,21 +71,23 @@ class PackedTokens:
         self.values = {name: torch.tensor([0, *chain.from_iterable(rows)], dtype=torch.long)
                        for name, rows in (values or {}).items()}
 
-    def positions(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(flat positions [B, T], mask [B, T])`` of the sentences ``indices``; padded places at position 0."""
-        steps = max(self.lengths[i] for i in indices)
+    def positions(self, indices: Sequence[int], pad_to: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(flat positions [B, T], mask [B, T])`` of the sentences ``indices``, ``T`` the longest rounded up to a
+        multiple of ``pad_to``; padded places at position 0."""
+        steps = round_up(max(self.lengths[i] for i in indices), pad_to)
         chosen = torch.as_tensor(indices, dtype=torch.long)
         t = torch.arange(steps)
         mask = t[None, :] < self.length_tensor[chosen][:, None]
         return (self.starts[chosen][:, None] + t[None, :]) * mask, mask
 
-    def batch(self, indices: Sequence[int], singletons: torch.Tensor | None = None
+    def batch(self, indices: Sequence[int], singletons: torch.Tensor | None = None, pad_to: int = 1
               ) -> tuple[TokenBatch, dict[str, torch.Tensor]]:
         """The :class:`TokenBatch` of the sentences ``indices`` and their ``values``, each [B, T] (0 at padding).
-        ``singletons`` as :func:`~onlstm_tasks.data.features.pad_tokens` takes it."""
-        positions, mask = self.positions(indices)
+        ``singletons`` as :func:`~onlstm_tasks.data.features.pad_tokens` takes it; ``pad_to``: the length and the
+        character width rounded up to a multiple of it (fewer distinct shapes)."""
+        positions, mask = self.positions(indices, pad_to)
         word_ids = self.word_ids[positions]
-        width = max(max(self.widths[i] for i in indices), 1)
+        width = round_up(max(max(self.widths[i] for i in indices), 1), pad_to)
         c = torch.arange(width)
         in_word = c < self.char_lengths[positions][..., None]  # [B, T, C]; padded places have no characters
         char_ids = self.char_ids[(self.char_starts[positions][..., None] + c) * in_word]
