@@ -17,6 +17,7 @@ file, with what it takes.
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,8 @@ from jsonargparse import Namespace
 
 from .config_help import class_nodes, config_files
 from .errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 Rule = Callable[[Any], "str | None"]  # a value -> what is wrong with it, or None
 
@@ -84,6 +87,23 @@ def as_dict(node: Any) -> Any:
     return node.as_dict() if isinstance(node, Namespace) else node
 
 
+def devices_value(value: Any) -> str | None:
+    """Lightning's ``devices``: a positive count, -1 (all), ``auto``, or a non-empty list of device indices."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "auto" or not text:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            return None  # "0,1" and the like: Lightning parses those
+    if isinstance(value, (list, tuple)):
+        return "must list at least one device" if not value else None
+    if _number(value) and (value == 0 or value < -1):
+        return f"must be a positive number of devices, -1 (all) or auto, got {value}"
+    return None
+
+
 def check_values(config: dict) -> None:
     for key, _class_path, init_args, _depth in class_nodes(config, ""):
         for name, value in init_args.items():
@@ -92,10 +112,32 @@ def check_values(config: dict) -> None:
             if problem:
                 raise ConfigError(f"--{key}.init_args.{name}: {problem}")
     trainer = config.get("trainer") or {}
-    for name, rule in TRAINER_RULES.items():
+    for name, rule in {**TRAINER_RULES, "devices": devices_value}.items():
         problem = rule(trainer.get(name))
         if problem:
-            raise ConfigError(f"--trainer.{name}: {problem}")
+            raise ConfigError(f"--trainer.{name} {trainer.get(name)}: {problem}")
+
+
+def cpu_processes_beyond_cores(trainer: dict) -> str | None:
+    """A warning's text where more CPU processes are asked for than this machine has cores (each process's
+    threads then compete for them), else None."""
+    import os
+
+    import torch
+
+    accelerator = str(trainer.get("accelerator") or "auto").lower()
+    devices = trainer.get("devices")
+    if accelerator not in ("cpu", "auto") or (accelerator == "auto" and torch.cuda.is_available()):
+        return None
+    try:
+        count = len(devices) if isinstance(devices, (list, tuple)) else int(devices)
+    except (TypeError, ValueError):
+        return None
+    cores = os.cpu_count() or 1
+    if count > cores:
+        return (f"--trainer.devices {devices}: {count} CPU processes on {cores} cores; they will compete for the "
+                f"cores (give at most {cores})")
+    return None
 
 
 def check_optimizers(config: dict) -> None:
@@ -160,8 +202,40 @@ def _file(option: str, value: Any, takes: str) -> None:
         raise ConfigError(f"{option} {value}: is a folder, not a file (give {takes})")
 
 
+def _writable_folder(option: str, folder: Any) -> None:
+    """``folder`` is a folder the run can make: not a file, not under a file, and its nearest existing parent takes
+    a new folder (tried with a temporary one, removed at once)."""
+    import tempfile
+
+    if not isinstance(folder, str):
+        return
+    path = Path(folder).expanduser()
+    if path.is_file():
+        raise ConfigError(f"{option} {folder}: is a file; the run writes a folder there (give another path)")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {folder}: {parent} is a file, so no folder can be made under it (give another "
+                          "path)")
+    try:
+        tempfile.TemporaryDirectory(dir=parent).cleanup()
+    except OSError as err:
+        raise ConfigError(f"{option} {folder}: no folder can be made in {parent} ({err.strerror or err}); give a "
+                          "path you can write to") from None
+
+
+def _model_files(config: dict) -> list[tuple[str, Any]]:
+    """The files a new model reads at construction: the word embedders' ``pretrained`` vectors."""
+    found = []
+    for key, class_path, init_args, _depth in class_nodes(config.get("model") or {}, "model"):
+        if class_path.startswith("onlstm_tasks.embedders.") and isinstance(init_args.get("pretrained"), str):
+            found.append((f"--{key}.init_args.pretrained", init_args["pretrained"]))
+    return found
+
+
 def check_paths(subcommand: str, config: dict) -> None:
-    """The files and folders a run reads exist and are of the right kind, and the folders it writes are not files."""
+    """The files and folders a run reads exist and are of the right kind, and the folders it writes can be made."""
     from .data.split_files import check_hub_id
 
     data = (config.get("data") or {}).get("init_args") or {}
@@ -173,9 +247,15 @@ def check_paths(subcommand: str, config: dict) -> None:
             raise ConfigError(f"--data.init_args.path {path}: no such file or folder, and not a hub dataset id "
                               "(owner/name); give the folder of the train/validation/test files") from None
     if subcommand == "predict":
+        if config.get("ckpt_path") is None:
+            raise ConfigError("predict needs --ckpt_path CKPT: a checkpoint that onlstm-tasks fit wrote (it holds "
+                              "the weights, vocabularies and labels)")
         _file("--data.init_args.predict_file", data.get("predict_file"), "a text file to predict on")
     if subcommand == "fit":  # elsewhere the checkpoint holds the vectors the model trained with
         _file("--data.init_args.vectors", data.get("vectors"), "a word vectors file")
+        if config.get("ckpt_path") is None:  # a resumed model takes its weights from the checkpoint
+            for option, value in _model_files(config):
+                _file(option, value, "a word vectors file, e.g. from scripts/train_vectors.py")
     ckpt = config.get("ckpt_path")
     if ckpt not in (None, "last", "best", "hpc", "registry"):
         _file("--ckpt_path", ckpt, "a .ckpt file that onlstm-tasks fit wrote")
@@ -184,9 +264,11 @@ def check_paths(subcommand: str, config: dict) -> None:
     folders = [("--trainer.default_root_dir", trainer.get("default_root_dir"))]
     if isinstance(logger, dict):
         folders.append(("--trainer.logger.init_args.save_dir", (logger.get("init_args") or {}).get("save_dir")))
+    for index, callback in enumerate(trainer.get("callbacks") or []):
+        if isinstance(callback, dict) and "dirpath" in (callback.get("init_args") or {}):
+            folders.append((f"--trainer.callbacks[{index}].init_args.dirpath", callback["init_args"]["dirpath"]))
     for option, folder in folders:
-        if isinstance(folder, str) and Path(folder).expanduser().is_file():
-            raise ConfigError(f"{option} {folder}: is a file; the run writes a folder there (give another path)")
+        _writable_folder(option, folder)
 
 
 def check_config_files(argv: list[str]) -> None:
@@ -209,9 +291,13 @@ def check_config_files(argv: list[str]) -> None:
 
 
 def check_config(subcommand: str, config: Any) -> None:
-    """Every check of this module on the parsed configuration of ``subcommand``."""
+    """Every check of this module on the parsed configuration of ``subcommand`` (and a warning for more CPU
+    processes than cores)."""
     plain = as_dict(config)
     check_accelerator(plain.get("trainer"))
+    crowded = cpu_processes_beyond_cores(plain.get("trainer") or {})
+    if crowded:
+        log.warning(crowded)
     check_values(plain)
     check_init_args(plain.get("model"), "model")
     check_optimizers(plain)

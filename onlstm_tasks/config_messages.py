@@ -73,6 +73,11 @@ def did_you_mean(key: str, accepted: list[str], class_path: str = "") -> str:
 def short_parser_message(message: str, accepted_options: Iterable[str] = ()) -> str:
     """jsonargparse's error ``message`` cut to what the user must change. ``accepted_options``: the parser's own
     option keys (``trainer.max_epochs``, ...), for the nearest key of an unknown top-level one."""
+    required = re.search(r"arguments are required: (\w+)\.(model|data)\b", message)
+    if required:
+        sub = required.group(1)
+        return (f"{sub} needs a model and data: give a config (onlstm-tasks {sub} --config configs/quickstart.yaml)"
+                f" or --model and --data")
     class_paths = re.findall(r"class_path(?:=| )'([^']+)'", message)
     parents = re.findall(r'Parser key "([^"]+)"', message)
     option = re.search(r"Option '([^']+)' is not accepted", message)

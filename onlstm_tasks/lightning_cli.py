@@ -17,6 +17,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .callbacks.final_validation import ValidateLastStep
+from .callbacks.model_summary import summary_for
 from .callbacks.progress_bar import quiet_bar_for
 from .callbacks.resume import resume_from_last
 from .config_checks import check_config, check_config_files
@@ -110,8 +111,13 @@ class TasksCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         try:
             super().instantiate_classes()
-        except ValueError as err:
-            if find_user_error(err) is not None or "Does not validate against any of the Union" not in str(err):
+        except (ValueError, RuntimeError, MemoryError) as err:
+            if find_user_error(err) is None and (isinstance(err, MemoryError) or "can't allocate memory" in str(err)):
+                sub = self.config.get("subcommand")
+                option = largest_size(self.config[sub] if sub else self.config)
+                raise ConfigError(f"the model does not fit in memory{option}; give smaller sizes") from err
+            if not isinstance(err, ValueError) or find_user_error(err) is not None \
+                    or "Does not validate against any of the Union" not in str(err):
                 raise
             raise ConfigError(f"cannot build the configured classes: {short_union_message(str(err))}") from err
 
@@ -179,12 +185,25 @@ class TasksCLI(LightningCLI):
         check = getattr(self.datamodule, "check_inputs", None)
         if self.subcommand in SUBCOMMAND_STAGES and callable(check):
             check(SUBCOMMAND_STAGES[self.subcommand], self.model)
+            if self.subcommand == "fit" and self.config.fit.get("test_after_fit"):
+                self._check_test_split()
         release_held_logs()
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(c, ValidateLastStep) for c in trainer.callbacks):
             trainer.callbacks.append(ValidateLastStep())
-        _quiet_default_progress_bar(trainer)
+        _quiet_default_callbacks(trainer)
         return trainer
+
+    def _check_test_split(self) -> None:
+        """``test_after_fit`` tests on the data's test split: without one, say so now, not after the whole run."""
+        splits = getattr(self.datamodule, "splits", None)
+        found = splits() if callable(splits) else None
+        if found is None or "test" in found:
+            return
+        path = self.config.fit.data.init_args.get("path")
+        raise ConfigError(f"--data.init_args.path {path}: the data has no 'test' split (found {sorted(found)}), which "
+                          f"test_after_fit: true tests on; give a folder with a test split, or --test_after_fit "
+                          f"false")
 
     def after_fit(self) -> None:
         if self.config.fit.get("test_after_fit"):
@@ -195,20 +214,47 @@ class TasksCLI(LightningCLI):
             self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=best or None)
 
 
-def _quiet_default_progress_bar(trainer) -> None:
+def largest_size(config) -> str:
+    """``: --KEY VALUE is the largest size`` for the largest size option (:data:`config_checks.SIZES`) of the
+    model's classes, or ``""``."""
+    from .config_checks import SIZES, as_dict
+    from .config_help import class_nodes
+
+    sizes = [(value, f"--{key}.init_args.{name}") for key, _path, init_args, _depth
+             in class_nodes(as_dict(config).get("model") or {}, "model") for name, value in init_args.items()
+             if name in SIZES and isinstance(value, int) and not isinstance(value, bool)]
+    if not sizes:
+        return ""
+    value, option = max(sizes)
+    return f": {option} {value} is its largest size"
+
+
+def _quiet_default_callbacks(trainer) -> None:
     """Lightning's own bars (TQDM's, or Rich's where ``rich`` is installed) become their
     :class:`~onlstm_tasks.callbacks.progress_bar.LoggedStepMetrics` versions, which read no tensor between logging
-    steps; a bar of another class stays."""
+    steps, and its model summary one without the FLOPs it cannot count here; callbacks of other classes stay."""
     for i, callback in enumerate(trainer.callbacks):
-        quiet = quiet_bar_for(callback)
+        quiet = quiet_bar_for(callback) or summary_for(callback)
         if quiet is not None:
             trainer.callbacks[i] = quiet
+
+
+def quiet_datasets_progress() -> None:
+    """No "Generating train split" bars from ``datasets`` (the readers log what they read, counted), unless asked
+    for with ``HF_DATASETS_DISABLE_PROGRESS_BARS=0``."""
+    import os
+
+    if os.environ.get("HF_DATASETS_DISABLE_PROGRESS_BARS") is None:
+        import datasets
+
+        datasets.disable_progress_bars()
 
 
 def run_cli(args: list[str] | None) -> None:
     """Runs ``fit|validate|test|predict`` with ``args`` (None: ``sys.argv``). A run stopped by SIGTERM (after
     :class:`~onlstm_tasks.callbacks.ResumableCheckpoint` wrote ``last.ckpt``) exits as killed by it."""
     check_config_files(sys.argv[1:] if args is None else args)
+    quiet_datasets_progress()
     try:
         TasksCLI(
             model_class=None,

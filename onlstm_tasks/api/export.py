@@ -27,6 +27,17 @@ def export(ckpt_path: str | Path, out: str | Path, push_to_hub: str | None = Non
     return None
 
 
+def out_folder_problem(out: Path, overwrite: bool) -> str | None:
+    """What stops writing the export folder ``out``: a file there, or (without ``overwrite``) files already in it."""
+    if out.is_file():
+        return "is a file; give a folder"
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if held and not overwrite:
+        return (f"the folder holds {len(held)} file(s) already ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''})"
+                f"; give a new or empty folder, or --overwrite to replace them")
+    return None
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="onlstm-tasks export", description=__doc__.replace("``", ""))
     parser.add_argument("--ckpt_path", required=True, help="a checkpoint written by onlstm-tasks fit")
@@ -34,8 +45,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--push-to-hub", dest="push_to_hub", metavar="REPO", help="also upload to this Hub repo id")
     parser.add_argument("--private", action="store_true", help="create the Hub repo private")
     parser.add_argument("--license", help="licence field of the model card (default: mit)")
+    parser.add_argument("--overwrite", action="store_true", help="write into --out even if it holds files already")
     args = parser.parse_args(argv)
+    problem = out_folder_problem(Path(args.out), args.overwrite)
+    if Path(args.ckpt_path).is_dir():
+        parser.error(f"--ckpt_path {args.ckpt_path}: is a folder, not a file (give a .ckpt file that onlstm-tasks fit "
+                     "wrote)")
     if not Path(args.ckpt_path).is_file():
         parser.error(f"--ckpt_path {args.ckpt_path}: no such file")
+    if problem:
+        parser.error(f"--out {args.out}: {problem}")
     export(args.ckpt_path, args.out, args.push_to_hub, args.private or None, args.license)
     print(f"wrote {args.out}" + (f" and pushed it to {args.push_to_hub}" if args.push_to_hub else ""))

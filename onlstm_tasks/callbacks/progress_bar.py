@@ -39,7 +39,13 @@ class LoggedStepMetricsBar(LoggedStepMetrics, TQDMProgressBar):
 
 
 class LoggedStepMetricsRichBar(LoggedStepMetrics, RichProgressBar):
-    """``RichProgressBar`` (Lightning's default where ``rich`` is installed) with :class:`LoggedStepMetrics`."""
+    """``RichProgressBar`` (Lightning's default where ``rich`` is installed) with :class:`LoggedStepMetrics`; a run
+    without an epoch limit (``max_epochs: -1``, by steps) shows ``Epoch N``, not Lightning's ``Epoch N/-2``."""
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        limit = self.trainer.max_epochs
+        description = f"Epoch {current_epoch}" + (f"/{limit - 1}" if limit is not None and limit > 0 else "")
+        return f"{description:{len(self.validation_description)}}"
 
 
 QUIET = {TQDMProgressBar: LoggedStepMetricsBar, RichProgressBar: LoggedStepMetricsRichBar}

@@ -131,17 +131,19 @@ class AspectSentimentDataModule(LabelledDataModule):
     per aspect term. Arguments mirror ``datasets.load_dataset`` and :class:`~onlstm_tasks.data.ner.NERDataModule`.
 
     Args:
-        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (hub name or local
-            directory; for raw files ``data_files`` maps split -> file, directory or glob).
+        path: a hub dataset id or a local folder (``datasets.load_dataset``'s ``path``).
+        data_dir: a folder inside the dataset (``datasets.load_dataset``'s ``data_dir``).
+        revision: the hub revision (branch, tag or commit) to read; ``null`` for a local folder.
         format: reader: ``auto``, ``setfit`` (the ``tomaarsen/setfit-absa-semeval-*`` schema), ``semeval_xml``
             or ``seg``.
         reader_options: extra reader arguments (e.g. ``{text_column: sentence}`` for ``setfit``).
         keep_conflict: keep the ``conflict`` class (dropped by default, as is usual for SemEval-2014; counted
             and logged by the readers).
-        validation_ratio, seed: when the source has no validation split, this fraction of the training
-            sentences (all aspects of a sentence together) is held out with this seed, so checkpoints are
-            never selected on test.
-        predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"`` or ``"from"``/``"to"``).
+        validation_ratio: when the source has no validation split, this fraction of the training sentences (all
+            aspects of a sentence together) is held out, so checkpoints are never selected on test.
+        seed: the seed of that hold-out (and of the batch order).
+        predict_file: JSON lines ``{"text": ..., "aspect": ...}`` (optional ``"ordinal"``, 0-based: 0 is the
+            aspect's first occurrence in the text; or ``"from"``/``"to"`` character offsets).
         parses: gold dependency trees for the batches (``AspectBatch.heads``): a SemEval ``*_depparsed.json`` parser
             output file, or a directory of them. Sentences are matched by text and each tree is projected onto the
             example's own words (:func:`~onlstm_tasks.data.gold_trees.example_heads_from_parsed`). A train, validation

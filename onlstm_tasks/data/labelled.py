@@ -17,15 +17,20 @@ class LabelledDataModule(TaskDataModule):
     """Labelled sentences read with ``datasets.load_dataset``'s arguments, encoded as words and characters.
 
     Args:
-        name, data_files: as for ``datasets.load_dataset`` (for raw files ``data_files`` maps split -> file,
-            directory or glob).
+        name: the dataset's configuration name (``datasets.load_dataset``'s ``name``).
+        data_files: raw files: a map split -> file, directory or glob (``datasets.load_dataset``'s ``data_files``).
         format: the reader (``auto``: by the dataset's columns or the files' extensions).
         reader_options: extra reader arguments.
-        batch_size, eval_batch_size: sentences per training / evaluation batch.
-        min_freq, lowercase, normalize_digits, max_word_length: vocabulary and character options (training split
-            only).
-        validation_ratio, seed: when the source has no validation split, this fraction of the training sentences
-            is held out with this seed, so checkpoints are never selected on test.
+        batch_size: sentences per training batch (at most: ``max_tokens`` may cap it).
+        eval_batch_size: sentences per validation, test and predict batch.
+        min_freq: training words seen fewer times than this read as ``<unk>``.
+        lowercase: words are lowercased before the vocabulary lookup (characters always see the raw word).
+        normalize_digits: every digit of a word reads as ``0`` in the vocabulary lookup.
+        max_word_length: characters of a word beyond this are left out of its character features (the word and
+            its word id are kept).
+        validation_ratio: when the source has no validation split, this fraction of the training sentences is
+            held out, so checkpoints are never selected on test.
+        seed: the seed of that hold-out (and of the batch order).
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
         predict_file: the inputs of ``predict``.
@@ -39,6 +44,8 @@ class LabelledDataModule(TaskDataModule):
             join the training words in the vocabulary, so dev/test/predict-time words that training never saw keep
             their vectors (give the model's embedder the same file as ``pretrained``). Saved in the checkpoint's
             vocabulary: predicting needs no file.
+        vectors_max_words: how many of the vectors file's words (its first, most frequent) join the vocabulary;
+            ``None``: all.
         lowercase_fallback: a word missing from the vocabulary is looked up lowercased before it becomes
             ``<unk>``; ``None``: on exactly with ``vectors``.
     """

@@ -76,19 +76,26 @@ class LanguageModelDataModule(TaskDataModule):
     """Language-model data from a text column (hub or local text files) or from the words of an NER source.
 
     Args:
-        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (default: WikiText-103 raw
-            from the hub, ``Salesforce/wikitext`` / ``wikitext-103-raw-v1``). Local text files:
-            ``path: text`` with ``data_files: {train: a.txt, validation: b.txt, test: c.txt}``.
+        path: a hub dataset id or a local folder (``datasets.load_dataset``'s ``path``; default WikiText-103 raw
+            from the hub, ``Salesforce/wikitext``). Local text files: ``path: text`` with ``data_files``.
+        name: the dataset's configuration name (default ``wikitext-103-raw-v1``).
+        data_dir: a folder inside the dataset (``datasets.load_dataset``'s ``data_dir``).
+        data_files: raw files: a map split -> file (``{train: a.txt, validation: b.txt, test: c.txt}``).
+        revision: the hub revision (branch, tag or commit) to read; ``null`` for a local folder.
         format: ``text`` (rows of ``text_column`` split at whitespace) or an NER format (``ontonotes``,
             ``conll2012``, ``columns``, ``conllx``, ``tokens``, ``auto``): the words of its sentences.
         reader_options: extra NER-reader arguments (NER formats only).
-        mode: ``sentence`` or ``stream`` (see the module docstring); ``bptt``: window length in stream mode.
+        mode: ``sentence`` or ``stream`` (see the module docstring).
+        bptt: the window length (tokens) in stream mode.
         max_length: sentence mode: longer sentences are cut into pieces of at most this many words (counted).
-        min_freq, max_vocab_size, lowercase, normalize_digits: word vocabulary (training split only: the most
-            frequent words with at least ``min_freq`` occurrences, at most ``max_vocab_size`` entries with
-            ``<pad>``, ``<unk>``, ``<eos>``); words outside it read as ``<unk>``. The kept and ``<unk>``-mapped
-            word types and training tokens, and the ``<unk>`` rate of every split, are logged.
-        validation_ratio, seed: a validation split is carved from train (by sentence) when the source has none.
+        min_freq: training words seen fewer times than this read as ``<unk>`` (the kept and ``<unk>``-mapped
+            word types and training tokens, and the ``<unk>`` rate of every split, are logged).
+        max_vocab_size: at most this many vocabulary entries (the most frequent training words, with ``<pad>``,
+            ``<unk>``, ``<eos>``).
+        lowercase: words are lowercased before the vocabulary lookup.
+        normalize_digits: every digit of a word reads as ``0`` in the vocabulary lookup.
+        validation_ratio: the fraction of training sentences carved out as validation when the source has none.
+        seed: the seed of that carving, of ``train_sentences``' draw and of the batch order.
         train_sentences: train on a random subset of this many training sentences (drawn with ``seed``, kept in
             corpus order; the vocabulary comes from the subset; the count is logged). Many epochs over a small
             subset can induce better trees than one pass over the whole corpus in the same time.
@@ -96,6 +103,10 @@ class LanguageModelDataModule(TaskDataModule):
             validate/test/predict with ``--ckpt_path``).
         predict_file: text to score with ``predict``, one sentence per line, words separated by whitespace
             (blank lines skipped and counted); each sentence is read in sentence mode whatever ``mode`` is.
+        text_column: the dataset column that holds the text (``text`` format).
+        batch_size: training sentences (sentence mode) or parallel rows of the stream (stream mode) per batch.
+        eval_batch_size: the same for validation, test and predict.
+        num_workers: data-loading processes (None: chosen from the machine).
     """
 
     vocabularies_need = "the vocabulary needs one"

@@ -133,19 +133,24 @@ class NERDataModule(LabelledDataModule):
     """NER data from the hub, a local dataset folder, or raw files; arguments mirror ``datasets.load_dataset``.
 
     Args:
-        path, name, data_dir, data_files, revision: as for ``datasets.load_dataset`` (hub name or local
-            directory; for raw files ``data_files`` maps split -> file, directory or glob).
+        path: a hub dataset id or a local folder (``datasets.load_dataset``'s ``path``).
+        data_dir: a folder inside the dataset (``datasets.load_dataset``'s ``data_dir``).
+        revision: the hub revision (branch, tag or commit) to read; ``null`` for a local folder.
         format: reader: ``auto``, ``ontonotes``, ``conll2012``, ``columns``, ``conllx`` or ``tokens``.
         reader_options: extra reader arguments (e.g. ``{include_pt: true}``, ``{tokens_column: words}``).
         tag_scheme: ``iob2`` or ``iobes`` for training (metrics are always reported in IOB2).
-        max_length: longer sentences are ``split`` (default) or ``reject``-ed with an error; never truncated.
+        max_length: the longest sentence (in tokens) a batch holds.
+        long_sentences: a longer sentence is ``split`` into pieces (default) or refused (``reject``) with an
+            error naming it; never truncated.
         empty_sentences: sentences without a token are ``skip``-ped (default; counted in a warning naming the
             first) or refused (``error``, naming the file and sentence). A token that is the empty string is
             always an error.
         gold_trees: whether batches carry gold trees (heads columns or parse trees, checked at setup). Default
             (None): when the model reads them (a ``tree_source`` of kind ``gold``); without a Trainer, whenever
             the data has them. Models that read no gold tree never see (nor fail on) the data's trees.
-        predict_file: text file to tag, one sentence per line (``pretokenized``: space-separated tokens).
+        predict_file: text file to tag, one sentence per line.
+        pretokenized: the predict file's lines are space-separated tokens (else raw text, tokenised as in
+            training).
         options: the arguments every labelled task shares (:class:`~onlstm_tasks.data.labelled.LabelledDataModule`:
             ``batch_size``, ``min_freq``, ``vocab_from``, ``vectors``, ...).
     """

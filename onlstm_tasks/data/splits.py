@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onlstm_tasks.errors import DataFormatError, HubUnreachableError
+from onlstm_tasks.errors import ConfigError, DataFormatError, HubUnreachableError
 
 from .sniff import hint, with_format_hint
 from .split_files import DataFiles, add_split, check_hub_id, files_under, flat, normalise_split, ordered, split_paths
@@ -161,9 +161,25 @@ def _dataset_splits(formats: SplitFormats, path, name, data_dir, data_files, rev
     out: dict[str, list] = {}
     for split, dataset in loaded.items():
         fmt = format if format != "auto" else formats.dataset_format(dataset.column_names)
+        check_reader_options(formats.readers[fmt], fmt, options)
         items, _ = formats.readers[fmt](dataset, source=f"{label}:{split}", **options)
         add_split(out, split, items)
     return ordered(out)
+
+
+def check_reader_options(reader: Reader, fmt: str, options: dict[str, Any]) -> None:
+    """Each of ``options`` (the data's ``reader_options``) is an argument the ``fmt`` reader takes; else one
+    :class:`ConfigError` naming it and what the reader takes (a reader of another format takes other options)."""
+    import inspect
+
+    parameters = inspect.signature(reader).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    takes = [name for name in list(parameters)[1:] if name != "source"]
+    for key in options:
+        if key not in parameters:
+            raise ConfigError(f"--data.init_args.reader_options: the {fmt} reader takes no option {key!r} (it takes "
+                              f"{', '.join(takes) or 'none'}); delete it, or give the format it belongs to")
 
 
 class _DropErrors(logging.Filter):
@@ -217,6 +233,7 @@ def _file_splits(formats: SplitFormats, base: Path, data_files, format, options)
             raise FileNotFoundError(f"no {fmt} input among {[str(p) for p in paths]}" + (f" ({looks})" if looks else ""))
         items: list = []
         total: Counter = Counter()
+        check_reader_options(formats.readers[fmt], fmt, options)
         for item in inputs:
             try:
                 item_items, stats = formats.readers[fmt](item, **options)

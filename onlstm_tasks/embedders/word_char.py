@@ -24,6 +24,28 @@ class WordCharEmbedder(TokenEmbedder):
     (see :class:`WordEmbedding`). ``freeze``/``fine_tune`` (which word rows train) and ``unk_replace``/
     ``word_dropout`` (unknown-word training: tokens replaced by ``<unk>`` in training only; the characters still
     see the real word) go to :class:`WordEmbedding`.
+
+    Args:
+        word_vocab: the word vocabulary (linked from the data module by the CLI).
+        char_vocab: the character vocabulary (linked from the data module by the CLI).
+        word_dim: the size of a word vector (the vectors file's, with ``pretrained``).
+        pretrained: a GloVe/word2vec text file whose vectors start the word rows it has (read at the first
+            ``fit`` only).
+        freeze: the word vectors do not train (see ``fine_tune`` for the finer choice).
+        char_encoder: ``cnn`` (a convolution with max pooling over each word's characters), ``lstm`` (a
+            BiLSTM's last states) or ``none``.
+        char_dim: the size of a character vector.
+        char_features: the size of a word's character features (the CNN's filters, or the BiLSTM's two
+            directions together).
+        transformer: a Hugging Face model id or folder whose sub-word states are pooled per word and added to
+            the features (``pip install -e '.[transformers]'``).
+        transformer_pooling: how a word's sub-words are pooled: ``first`` or ``mean``.
+        freeze_transformer: the transformer's weights do not train.
+        dropout: on the concatenated features.
+        fine_tune: which word rows train: ``all``, ``unfound`` (only the rows the vectors file lacks) or
+            ``none``; None: from ``freeze``.
+        unk_replace: in training, a word seen once in training is replaced by ``<unk>`` with this probability.
+        word_dropout: in training, any word is replaced by ``<unk>`` with this probability.
     """
 
     def __init__(

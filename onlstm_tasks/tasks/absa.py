@@ -32,7 +32,9 @@ class AspectSentimentClassifier(TaskModel):
             TD / TC / attention / pooling heads live in ``onlstm_tasks.modules.aspect_heads``, the tree-aware head
             (which also receives the batches' gold heads) in ``onlstm_tasks.modules.tree_aspect_head``.
         dropout: before the output layer.
-        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3).
+        optimizer: a LightningCLI-style optimizer callable (default Adam, lr 1e-3).
+        lr_scheduler: a LightningCLI-style learning-rate scheduler callable (default none); it watches
+            ``val_accuracy``.
         pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose word vectors
             start the word embedding and whose encoder starts the head's encoder(s): the whole-sentence encoder,
             or TD/TC's left (forward) and right (backward) context encoders, each from the matching stack of a

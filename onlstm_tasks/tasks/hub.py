@@ -163,6 +163,9 @@ class TaskHubMixin(ModelHubMixin, library_name="onlstm-tasks", tags=["onlstm-tas
         if config["run"].get("training_config"):
             (save_directory / "training_config.yaml").write_text(config["run"]["training_config"], encoding="utf-8")
         save_model(self, str(save_directory / WEIGHTS))
+        # safetensors writes its file through a private temporary one (mode 0600): give it the mode the other
+        # files got from the umask
+        (save_directory / WEIGHTS).chmod((save_directory / CONFIG).stat().st_mode & 0o777)
         self._pretrained_config = config
 
     def generate_model_card(self, *args, **kwargs) -> ModelCard:

@@ -42,26 +42,32 @@ class LanguageModel(EncodesWords, TaskHubMixin, pl.LightningModule):
 
     Args:
         word_vocab: the data module's vocabulary (``<pad>``, ``<unk>``, ``<eos>``, words), linked by the CLI and
-            saved in checkpoints. ``char_vocab``: linked too (language models read words only).
+            saved in checkpoints.
+        char_vocab: linked too (language models read words only).
         embedding_dim: word vectors (also the softmax's input with ``tie_weights``).
         encoder: builds one direction's :class:`SequenceEncoder` from its input size (default: the paper's
             3-layer ON-LSTM, ``hidden_size [1150, 1150, embedding_dim]``, chunk size 10, dropout 0.3 between
             layers, DropConnect 0.45). Must be unidirectional; stream mode needs one that carries state
             (:class:`~onlstm_tasks.encoders.base.StatefulEncoder`: ONLSTM, LSTM, GRU).
         bidirectional: a forward and a backward language model trained together (sentence mode only).
-        tie_weights, embedding_dropout, input_dropout, output_dropout: see
-            :class:`~onlstm_tasks.modules.language_model.LanguageModelNet`.
-        softmax, adaptive_cutoffs, div_value: ``full`` (default) or ``adaptive``
-            (``torch.nn.AdaptiveLogSoftmaxWithLoss``, much cheaper for vocabularies of tens of thousands of words;
-            needs ``tie_weights: false``), see :mod:`onlstm_tasks.modules.lm_softmax`. Perplexity, ``predict``
-            records and probing are the same with either.
-        activation_regularization (AR, alpha) and temporal_activation_regularization (TAR, beta): weights of
-            the penalties of :func:`~onlstm_tasks.modules.language_model.activation_penalties` (0 disables).
-        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3); a scheduler watches
+        tie_weights: the softmax's weights are the word vectors (needs the last layer's size = embedding_dim).
+        embedding_dropout: whole word vectors dropped in training (the same words in every position).
+        input_dropout: locked dropout on the encoder's input.
+        output_dropout: locked dropout on the encoder's output, before the softmax.
+        softmax: ``full`` (default) or ``adaptive`` (``torch.nn.AdaptiveLogSoftmaxWithLoss``, much cheaper for
+            vocabularies of tens of thousands of words; needs ``tie_weights: false``), see
+            :mod:`onlstm_tasks.modules.lm_softmax`. Perplexity, ``predict`` records and probing are the same.
+        adaptive_cutoffs: the adaptive softmax's cluster boundaries (word ids, increasing).
+        div_value: the adaptive softmax's shrink factor of each cluster's projection.
+        activation_regularization: AR's weight (alpha) in the penalties of
+            :func:`~onlstm_tasks.modules.language_model.activation_penalties` (0 disables).
+        temporal_activation_regularization: TAR's weight (beta) there (0 disables).
+        optimizer: a LightningCLI-style optimizer callable (default Adam, lr 1e-3).
+        lr_scheduler: a LightningCLI-style learning-rate scheduler callable (default none); it watches
             ``val_ppl`` (lower is better).
-        tree_layer, tree_directions: which layer's distances (and how the directions are merged) give the
-            ``tree``/``heads`` of ``predict`` records (ON-LSTM encoders; the paper's best layer for a 3-layer
-            language model is the second, ``tree_layer: 1``).
+        tree_layer: which layer's distances give the ``tree``/``heads`` of ``predict`` records (ON-LSTM encoders;
+            the paper's best layer for a 3-layer language model is the second, ``tree_layer: 1``).
+        tree_directions: how a bidirectional model's two directions' distances are merged for those trees.
 
     ``predict`` writes one record per sentence of ``data.predict_file``: its tokens, the summed negative
     log-likelihood and perplexity of each direction (every word and the closing ``<eos>``, or for the backward

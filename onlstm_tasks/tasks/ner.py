@@ -32,7 +32,8 @@ class NERTagger(TaskModel):
             hidden 256, chunk size 8). In YAML, ``class_path`` + ``init_args`` without ``input_size``. A
             :class:`~onlstm_tasks.encoders.DependencyGuidedEncoder` also receives the batches' gold heads.
         dropout: before the emission layer.
-        optimizer, lr_scheduler: LightningCLI-style callables (default Adam, lr 1e-3; no scheduler).
+        optimizer: a LightningCLI-style optimizer callable (default Adam, lr 1e-3).
+        lr_scheduler: a LightningCLI-style learning-rate scheduler callable (default none); it watches ``val_f1``.
         pretrained_lm: a :class:`~onlstm_tasks.tasks.language_model.LanguageModel` checkpoint whose encoder and
             word vectors start the encoder and the word embedding (:mod:`onlstm_tasks.tasks.lm_init`); read at the
             start of ``fit`` only (a trained model restores its own weights).

@@ -265,6 +265,28 @@ def test_export_subcommand(tmp_path, capsys):
         main(["export", "--ckpt_path", str(tmp_path / "missing.ckpt"), "--out", str(tmp_path / "o")])
 
 
+def test_export_refuses_a_folder_that_holds_files_unless_overwrite(tmp_path, capsys):
+    """A folder with another model's export is not overwritten without a word; ``--overwrite`` replaces it. A
+    checkpoint path that is a folder says so. Every file of the export has the same permissions."""
+    from onlstm_tasks.cli import main
+
+    out = tmp_path / "out"
+    main(["export", "--ckpt_path", str(NER), "--out", str(out)])
+    modes = {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()}
+    assert len(set(modes.values())) == 1, modes
+    before = (out / "config.json").read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["export", "--ckpt_path", str(NER), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "holds" in err and "--overwrite" in err and "Traceback" not in err
+    assert (out / "config.json").read_bytes() == before
+    main(["export", "--ckpt_path", str(NER), "--out", str(out), "--overwrite"])
+    with pytest.raises(SystemExit):
+        main(["export", "--ckpt_path", str(tmp_path), "--out", str(tmp_path / "other")])
+    assert "is a folder, not a file" in capsys.readouterr().err
+
+
 # ---- README ------------------------------------------------------------------------------------------------------
 def test_readme_python_api_runs_as_written(tmp_path, monkeypatch):
     """Runs the ```python blocks of README's "Python API" section in a folder holding the files they name (tiny

@@ -154,6 +154,28 @@ CASES = [
                                                ENCODER + "chunk_size", "4"], ("chunk_size", "GRU")),
     Case("a GPU asked for without one", "fit", ["--trainer.accelerator", "gpu"], ("no CUDA GPU here",),
          marks=[NO_GPU]),
+    # issue 50: the last tracebacks
+    Case("data path a training file, no test split for test_after_fit", "fit",
+         ["--data.init_args.path", str(SAMPLE / "train.txt")],
+         ("--data.init_args.path", "no 'test' split", "--test_after_fit false")),
+    Case("embedder's pretrained vectors missing", "fit", [EMBEDDER + "pretrained", "{in}/vectors.txt"],
+         (EMBEDDER[2:] + "pretrained", "no such file")),
+    Case("logger folder under a file", "fit", ["--trainer.logger.init_args.save_dir", "{in}/file/logs"],
+         ("--trainer.logger.init_args.save_dir", "is a file, so no folder"), setup=_file("file", "x")),
+    Case("root folder under a file", "fit", ["--trainer.default_root_dir", "{in}/file/runs"],
+         ("--trainer.default_root_dir", "is a file, so no folder"), setup=_file("file", "x")),
+    Case("logger folder where none can be made", "fit", ["--trainer.logger.init_args.save_dir", "/proc/onlstm"],
+         ("--trainer.logger.init_args.save_dir", "no folder can be made")),
+    Case("predict without a checkpoint", "predict", ["--data.init_args.predict_file", "{in}/s.txt"],
+         ("predict needs --ckpt_path",), setup=_file("s.txt", "Hello there\n")),
+    Case("no devices", "fit", ["--trainer.devices", "0"], ("--trainer.devices 0", "positive number of devices")),
+    Case("devices below -1", "fit", ["--trainer.devices", "-2"], ("--trainer.devices -2",)),
+    Case("no devices in a list", "fit", ["--trainer.devices", "[]"], ("--trainer.devices", "at least one device")),
+    Case("fit without a config", "fit", [], ("needs a model and data", "--config"), quickstart=False),
+    Case("a model too large for memory", "fit", [ENCODER + "hidden_size", "10000000"],
+         ("does not fit in memory", ENCODER[2:] + "hidden_size 10000000")),
+    Case("a reader option the format does not take", "fit", ["--data.init_args.reader_options", "{schema: iob2}"],
+         ("--data.init_args.reader_options", "'schema'", "scheme")),
 ]
 
 
@@ -204,5 +226,18 @@ def test_a_mistake_is_one_line_exit_2_and_leaves_no_folder(case, tmp_path, monke
     assert folders(work) == before, sorted(map(str, folders(work) - before))
 
 
-def test_the_table_covers_thirty_mistakes():
-    assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES) and FAST <= {c.id for c in CASES}
+def test_the_table_covers_forty_mistakes():
+    assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES) and FAST <= {c.id for c in CASES}
+
+
+def test_more_cpu_processes_than_cores_are_warned_of(monkeypatch):
+    import os
+
+    from onlstm_tasks.config_checks import cpu_processes_beyond_cores
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    warning = cpu_processes_beyond_cores({"accelerator": "cpu", "devices": 3})
+    assert warning and "--trainer.devices 3" in warning and "2 cores" in warning
+    assert cpu_processes_beyond_cores({"accelerator": "auto", "devices": 2}) is None
+    assert cpu_processes_beyond_cores({"accelerator": "cpu", "devices": "auto"}) is None

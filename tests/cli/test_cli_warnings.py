@@ -34,3 +34,25 @@ def test_fit_test_and_predict_print_no_warning(tmp_path):
     assert predict.returncode == 0, predict.stderr[-3000:]
     assert noise(predict.stderr) == []
     assert len((tmp_path / "predictions.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_a_run_by_steps_prints_no_zero_flops_no_version_no_negative_epochs_no_split_bars(tmp_path):
+    """The language model's config on a toy corpus, by steps (``max_epochs: -1``): the model summary has no
+    ``Total FLOPs: 0``, the bar no ``v_num`` and no ``Epoch 0/-2``, ``datasets`` no "Generating train split"
+    lines; the bar shows the loss as logged."""
+    from helpers.lm import write_toy_corpus
+    from helpers.paths import REPO
+
+    files = write_toy_corpus(tmp_path / "corpus", {"train": 200, "validation": 20, "test": 20})
+    fit = run_cli("fit", "--config", str(REPO / "configs/lm/unlabelled_en_onlstm_bi.yaml"),
+                  "--data.init_args.data_files", str(files).replace("'", '"'), "--data.init_args.batch_size", "8",
+                  "--trainer.max_steps", "6", "--trainer.max_epochs", "-1", "--trainer.log_every_n_steps", "2",
+                  "--trainer.limit_val_batches", "1", "--trainer.callbacks", "[]", "--test_after_fit", "false",
+                  "--trainer.enable_checkpointing", "false", "--trainer.default_root_dir", str(tmp_path),
+                  "--trainer.logger.init_args.save_dir", str(tmp_path))
+    assert fit.returncode == 0, fit.stderr[-3000:]
+    out = fit.stdout + fit.stderr
+    for unwanted in ("Total FLOPs", "FLOPs", "v_num", "/-2", "Generating train split"):
+        assert unwanted not in out, unwanted
+    assert "train_nll" in out
