@@ -33,13 +33,19 @@ class ResumableCheckpoint(ModelCheckpoint):
       batch after a resume (nothing draws on them in between, see ``data.base.bucket_loader``), and the logger's
       version, which ``--ckpt_path last`` (``callbacks/resume.py``) uses to continue in the same version folder.
     - The training loader's position (``ResumableDataLoader``) is set to the batches whose update is in the
-      saved weights (``batch_progress.current.completed``): a Ctrl-C in the middle of a step redoes that batch.
+      saved weights. A Ctrl-C in the middle of a batch settles it whole: before its optimizer step, the batch is
+      redone from the RNG states it started with; after it (in the batch's callbacks, logging or the validation
+      that follows), the loops' counters count it done, as an uninterrupted run does.
     """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._last_written_step = -1
         self._rng_to_restore: dict | None = None
+        # at the start of a batch: the RNG states, the global step, the batch's number (batches fetched) and the
+        # batches that stepped (the logging step)
+        self._batch_start: tuple[dict, int, int, int] | None = None
+        self._interrupted = False
 
     # -- when last.ckpt is written --------------------------------------------------------------------------------
     def _save_last_checkpoint(self, trainer, monitor_candidates) -> None:
@@ -73,7 +79,14 @@ class ResumableCheckpoint(ModelCheckpoint):
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         if isinstance(exception, (KeyboardInterrupt, SIGTERMException)):
-            self._write_last(trainer)
+            if trainer.global_step == 0:
+                log.warning("%s before the first training step: nothing to resume (start the run again, without "
+                            "--ckpt_path)", type(exception).__name__)
+            self._interrupted = True
+            try:
+                self._write_last(trainer)
+            finally:
+                self._interrupted = False
             if self._last_written_step == trainer.global_step and self.last_model_path:
                 log.warning("%s at global step %d: wrote %s (resume with --ckpt_path last)",
                             type(exception).__name__, trainer.global_step, self.last_model_path)
@@ -99,10 +112,47 @@ class ResumableCheckpoint(ModelCheckpoint):
             "log_dir": None if logger is None or logger.log_dir is None else str(logger.log_dir),
         }
         completed = trainer.fit_loop.epoch_loop.batch_progress.current.completed
-        fit_state = checkpoint.get("loops", {}).get("fit_loop", {}).get("state_dict", {})
-        for state in fit_state.get("combined_loader", []):
+        fit_loop = checkpoint.get("loops", {}).get("fit_loop", {})
+        if self._interrupted and self._batch_start is not None:
+            completed = self._settle_interrupted_batch(trainer, checkpoint, fit_loop, completed)
+        for state in fit_loop.get("state_dict", {}).get("combined_loader", []):
             if "batches_done" in state:
                 state["batches_done"] = completed
+
+    def _settle_interrupted_batch(self, trainer, checkpoint: dict, fit_loop: dict, completed: int) -> int:
+        """A checkpoint written on an interrupt holds the interrupted batch whole or not at all, in the form of
+        Lightning's loop counters that resumes as an uninterrupted run goes on. Returns the batches done in the
+        epoch (the training loader's position).
+
+        - No optimizer update yet (the batch's start, its step): the batch is not fetched yet in the counters, and
+          is redone from the RNG states it started with (its dropout draws so far are undone).
+        - The update is in the weights: the batch is done. Where a validation follows it (or was interrupted),
+          the counters say "inside that validation, at its first batch", so the resumed run validates again from
+          the start; elsewhere the next batch is the next to train.
+        """
+        rng_at_start, step_at_start, batch_number, stepped_batches = self._batch_start
+        epoch_loop = trainer.fit_loop.epoch_loop
+        progress = fit_loop.get("epoch_loop.batch_progress", {})
+        loop_state = fit_loop.get("epoch_loop.state_dict", {})
+        validating = trainer.state.stage is not None and trainer.state.stage.value == "validate"
+        if batch_number != epoch_loop.batch_progress.total.ready and not validating:
+            _set_counts(progress, "completed")  # interrupted before this batch's start reached us: nothing ran
+            return completed
+        if trainer.global_step == step_at_start:  # no update yet: the batch runs again, drawing the same numbers
+            checkpoint[STATE_KEY]["rng"] = rng_at_start
+            _set_counts(progress, "completed")
+            return completed
+        _set_counts(progress, "ready")
+        done = progress.get("current", {}).get("completed", completed)
+        if validating or _validation_due(trainer):
+            loop_state["_batches_that_stepped"] = stepped_batches  # Lightning counts the batch after validating
+            for part in ("total", "current"):
+                counts = fit_loop.get("epoch_loop.val_loop.batch_progress", {}).get(part)
+                if counts is not None:
+                    counts.update(ready=1, started=1, processed=0, completed=0)
+        else:
+            loop_state["_batches_that_stepped"] = stepped_batches + 1
+        return done
 
     def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         super().on_load_checkpoint(trainer, pl_module, checkpoint)
@@ -114,6 +164,29 @@ class ResumableCheckpoint(ModelCheckpoint):
         if self._rng_to_restore is not None:
             _set_rng_states(self._rng_to_restore)
             self._rng_to_restore = None
+        if self.save_last:  # what an interrupt inside this batch writes instead of its half-drawn states
+            epoch_loop = trainer.fit_loop.epoch_loop
+            self._batch_start = (_rng_states(), trainer.global_step, epoch_loop.batch_progress.total.ready,
+                                 epoch_loop._batches_that_stepped)
+
+
+def _set_counts(progress: dict, to: str) -> None:
+    """Every count of the loop's batch progress (ready, started, processed, completed; total and current) set to
+    its ``to`` count: the interrupted batch undone (``completed``) or done (``ready``)."""
+    for part in ("total", "current"):
+        counts = progress.get(part)
+        if counts:
+            value = counts.get(to, 0)
+            counts.update({key: value for key in ("ready", "started", "processed", "completed") if key in counts})
+
+
+def _validation_due(trainer) -> bool:
+    """Whether Lightning validates after the batch just trained (its own test, on the loop's data fetcher)."""
+    fetcher = getattr(trainer.fit_loop, "_data_fetcher", None)
+    try:
+        return fetcher is not None and bool(trainer.fit_loop.epoch_loop._should_check_val_fx(fetcher))
+    except Exception:  # noqa: BLE001 - a Lightning whose private test differs: no validation assumed
+        return False
 
 
 def _rng_states() -> dict:
