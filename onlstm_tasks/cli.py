@@ -90,6 +90,13 @@ def main(args: list[str] | None = None) -> None:
         from onlstm_tasks.lightning_cli import run_cli
 
         run_cli(None if args is None else argv)
+    except KeyboardInterrupt:  # Ctrl-C outside the training loop (Lightning handles it there): one line
+        if debug:
+            raise
+        drop_held_logs()
+        sys.stderr.write("interrupted (Ctrl-C); a fit interrupted after its first step resumes with --ckpt_path "
+                         "last\n")
+        raise SystemExit(130) from None
     except Exception as err:
         user_error = find_user_error(err)
         if user_error is None or debug:

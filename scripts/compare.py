@@ -372,6 +372,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def code_provenance() -> dict:
+    """The code that made a table: the git commit of this checkout (``dirty`` where files differ from it) and the
+    versions of torch and Lightning, written into the table's JSON so a fresh table can be told from a stale one."""
+    import lightning
+    import torch
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+            "torch": torch.__version__, "lightning": lightning.__version__}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
@@ -398,8 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(markdown(rows, records, args.title or args.out.stem, args.seeds, args.overrides) + "\n",
                         encoding="utf-8")
     json_path = args.out.with_suffix(".json")
-    json_path.write_text(json.dumps({"seeds": args.seeds, "overrides": args.overrides, "configs": rows,
-                                     "runs": records}, indent=1) + "\n", encoding="utf-8")
+    json_path.write_text(json.dumps({"code": code_provenance(), "seeds": args.seeds, "overrides": args.overrides,
+                                     "configs": rows, "runs": records}, indent=1) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {json_path}")
     return 0
 

@@ -123,3 +123,9 @@ def test_config_without_a_monitored_checkpoint_is_refused(tmp_path: Path) -> Non
     config.write_text(yaml.safe_dump(data))
     argv = ["--configs", str(config), "--seeds", "1", "--out", str(tmp_path / "t.md"), "--runs-dir", str(tmp_path)]
     assert compare.main(argv) == 1
+
+
+def test_a_tables_json_names_the_code_that_made_it():
+    provenance = compare.code_provenance()
+    assert provenance["commit"] is None or len(provenance["commit"]) == 40
+    assert isinstance(provenance["dirty"], bool) and provenance["torch"] and provenance["lightning"]
