@@ -77,3 +77,43 @@ def test_sigint_before_the_first_step_says_there_is_nothing_to_resume(tmp_path):
     assert interrupted.returncode != 0
     assert "before the first training step: nothing to resume" in interrupted.stderr, interrupted.stderr[-3000:]
     assert not (tmp_path / "ckpt" / "last.ckpt").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["step", "validation"])
+def test_the_language_model_resumes_a_sigint_exactly(moment, tmp_path):
+    """The bidirectional ON-LSTM language model (DropConnect, locked dropout: draws in every step), by
+    ``ResumableCheckpoint``, interrupted inside a step or a validation: the same weights as an uninterrupted run."""
+    from helpers.lm import text_data, tiny_lm_config, write_toy_corpus
+
+    corpus = write_toy_corpus(tmp_path / "corpus", {"train": 80, "validation": 16, "test": 16})
+
+    def config(folder, moment=None):
+        path = tiny_lm_config(folder, text_data(corpus), max_epochs=EPOCHS, limit_train_batches=STEPS_PER_EPOCH,
+                              limit_val_batches=1, model={"bidirectional": True}, encoder={
+                                  "class_path": "onlstm_tasks.encoders.ONLSTM",
+                                  "init_args": {"hidden_size": 16, "chunk_size": 4, "dropconnect": 0.3}})
+        data = yaml.safe_load(path.read_text())
+        data["trainer"]["callbacks"] = [{"class_path": "onlstm_tasks.callbacks.ResumableCheckpoint", "init_args": {
+            "dirpath": str(folder / "ckpt"), "monitor": "val_ppl", "mode": "min", "filename": "best",
+            "save_last": True}}]
+        data["data"]["init_args"]["batch_size"] = 8
+        path.write_text(yaml.safe_dump(data))
+        if moment is not None:
+            step = STEPS_PER_EPOCH - 1 if moment == "validation" else AT
+            data["trainer"]["callbacks"].append({"class_path": "helpers.kill_callback.SigintAt",
+                                                 "init_args": {"step": step, "moment": moment}})
+            path = folder / "interrupt.yaml"
+            path.write_text(yaml.safe_dump(data))
+        return path
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    assert run_cli("fit", "--config", str(config(full))).returncode == 0
+    interrupted = run_cli("fit", "--config", str(config(cut, moment)))
+    assert interrupted.returncode != 0 and (cut / "ckpt" / "last.ckpt").is_file(), interrupted.stderr[-3000:]
+    resumed = run_cli("fit", "--config", str(cut / "config.yaml"), "--ckpt_path", "last")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected, got = _last(full), _last(cut)
+    assert got["global_step"] == expected["global_step"] == EPOCHS * STEPS_PER_EPOCH
+    different = [k for k, v in expected["state_dict"].items() if not torch.equal(v, got["state_dict"][k])]
+    assert not different, f"weights differ from the uninterrupted run: {different}"
