@@ -248,6 +248,7 @@ def test_vectors_configs_pair_differs_only_in_the_encoder_and_run_folder():
 def test_the_gpu_config_differs_from_the_shipped_one_only_in_batches_optimiser_and_folder():
     gpu, shipped = _load("ner/ontonotes_onlstm_crf_gpu.yaml"), _load("ner/ontonotes_onlstm_crf.yaml")
     assert gpu["data"]["init_args"].pop("max_tokens") == 4096
+    assert gpu["data"]["init_args"].pop("pad_to_multiple_of") == 8
     assert gpu["data"]["init_args"].pop("batch_size") == 128 and shipped["data"]["init_args"].pop("batch_size") == 32
     assert gpu["model"]["init_args"]["optimizer"]["init_args"] == {"lr": 0.003, "fused": True}
     gpu["model"]["init_args"]["optimizer"]["init_args"] = shipped["model"]["init_args"]["optimizer"]["init_args"]
