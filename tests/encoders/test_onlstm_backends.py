@@ -20,6 +20,7 @@ from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm import native
 from onlstm_tasks.encoders.onlstm.dropconnect import _CompiledDropConnect, _masked, drop_connect, keep_threshold, \
     random_lanes
+from onlstm_tasks.encoders.onlstm.backends import BACKENDS as REGISTRY
 from onlstm_tasks.encoders.onlstm.backends import resolve
 from onlstm_tasks.encoders.onlstm.layer_op import run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
@@ -27,7 +28,10 @@ from onlstm_tasks.encoders.onlstm.reference import reference_encode
 NOT_BUILT = "the compiled ON-LSTM loop was not built (no C++ compiler, or torch absent, at install time?)"
 needs_compiled = [pytest.mark.compiled, pytest.mark.skipif(not native.available(), reason=NOT_BUILT)]
 needs_cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
-BACKENDS = [pytest.param("compiled", marks=needs_compiled), "torch"]
+# every back end of the registry that runs on CPU tensors outside Triton's interpreter (test_onlstm_triton.py tests
+# the triton one there); each marked by what it needs
+NEEDS = {"compiled": needs_compiled}
+BACKENDS = [pytest.param(name, marks=NEEDS.get(name, [])) for name in REGISTRY if name != "triton"]
 PACKAGE = REPO / "onlstm_tasks"
 
 

@@ -2,7 +2,7 @@
 
 The lowest module of the layer pass: :mod:`.layer_pass` (the pass) and both element-wise back ends
 (:mod:`.steps_torch`, the compiled one bound in :mod:`.layer_pass`) import it, and it imports neither. See "Padding"
-in :mod:`.layer_op` for why a run of steps is computed on a fixed number of rows.
+in :mod:`.backend_loop` for why a run of steps is computed on a fixed number of rows.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ SHRINK = 0.75
 
 def step_runs(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
     """Runs of steps ``(rows, start, stop)`` computed on the first ``rows`` rows (see "Padding" in
-    :mod:`.layer_op`)."""
+    :mod:`.backend_loop`)."""
     segments: list[list[int]] = []
     for t, n in enumerate(batch_sizes):
         if n == 0:

@@ -2,8 +2,8 @@
 //
 // Built by `pip install --no-build-isolation` as a PyTorch C++ extension (setup.py; optional: without a compiler,
 // or without torch at build time, the encoders run the plain-PyTorch loop of steps_torch.py). native.py loads it
-// with torch.ops.load_library; the public operator onlstm_tasks::onlstm_layer (operator.py) calls these kernels as
-// its CPU implementation.
+// with torch.ops.load_library; the public operator onlstm_tasks::onlstm_layer (layer_op.py) calls these kernels,
+// through the loop back end (backend_loop.py, layer_pass.py), as its CPU implementation.
 //
 // The element-wise work follows the update written once in equations.py (onlstm_update), in the regrouped form and
 // conventions described there, exactly as steps_torch.py does: the pre-activations come with doubled
