@@ -42,6 +42,24 @@ def _rows(folder) -> list[dict]:
         return [{k: v for k, v in row.items() if v} for row in csv.DictReader(f)]
 
 
+def interrupt_then_resume(interrupting_config, folder) -> None:
+    """Runs ``interrupting_config`` (its SigintAt interrupts it, leaving ``last.ckpt`` in ``folder``), then the
+    same run without the interrupt (``folder/config.yaml``) with ``--ckpt_path last``."""
+    interrupted = run_cli("fit", "--config", str(interrupting_config))
+    assert interrupted.returncode != 0 and "KeyboardInterrupt" in interrupted.stderr, interrupted.stderr[-3000:]
+    assert (folder / "ckpt" / "last.ckpt").is_file(), interrupted.stderr[-3000:]
+    resumed = run_cli("fit", "--config", str(folder / "config.yaml"), "--ckpt_path", "last")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+
+def assert_same_run(full, cut) -> None:
+    """The same global step and the same weights, bit for bit, at the end of both runs."""
+    expected, got = _last(full), _last(cut)
+    assert got["global_step"] == expected["global_step"] == EPOCHS * STEPS_PER_EPOCH
+    different = [k for k, v in expected["state_dict"].items() if not torch.equal(v, got["state_dict"][k])]
+    assert not different, f"weights differ from the uninterrupted run: {different}"
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     full = tmp_path_factory.mktemp("full")
@@ -53,16 +71,8 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("moment", SigintAt.MOMENTS)
 def test_sigint_then_ckpt_path_last_is_the_uninterrupted_run(moment, uninterrupted, tmp_path):
-    interrupted = run_cli("fit", "--config", str(_config(tmp_path, moment)))
-    assert interrupted.returncode != 0 and "KeyboardInterrupt" in interrupted.stderr, interrupted.stderr[-3000:]
-    assert (tmp_path / "ckpt" / "last.ckpt").is_file(), interrupted.stderr[-3000:]
-    resumed = run_cli("fit", "--config", str(tmp_path / "config.yaml"), "--ckpt_path", "last")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-
-    expected, got = _last(uninterrupted), _last(tmp_path)
-    assert got["global_step"] == expected["global_step"] == EPOCHS * STEPS_PER_EPOCH
-    different = [k for k, v in expected["state_dict"].items() if not torch.equal(v, got["state_dict"][k])]
-    assert not different, f"weights differ from the uninterrupted run: {different}"
+    interrupt_then_resume(_config(tmp_path, moment), tmp_path)
+    assert_same_run(uninterrupted, tmp_path)
     want, have = _rows(uninterrupted), _rows(tmp_path)
     val = lambda rows: [(r["step"], r["val_f1"]) for r in rows if "val_f1" in r]  # noqa: E731
     assert val(have) == val(want)
@@ -109,11 +119,5 @@ def test_the_language_model_resumes_a_sigint_exactly(moment, tmp_path):
 
     full, cut = tmp_path / "full", tmp_path / "cut"
     assert run_cli("fit", "--config", str(config(full))).returncode == 0
-    interrupted = run_cli("fit", "--config", str(config(cut, moment)))
-    assert interrupted.returncode != 0 and (cut / "ckpt" / "last.ckpt").is_file(), interrupted.stderr[-3000:]
-    resumed = run_cli("fit", "--config", str(cut / "config.yaml"), "--ckpt_path", "last")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    expected, got = _last(full), _last(cut)
-    assert got["global_step"] == expected["global_step"] == EPOCHS * STEPS_PER_EPOCH
-    different = [k for k, v in expected["state_dict"].items() if not torch.equal(v, got["state_dict"][k])]
-    assert not different, f"weights differ from the uninterrupted run: {different}"
+    interrupt_then_resume(config(cut, moment), cut)
+    assert_same_run(full, cut)
