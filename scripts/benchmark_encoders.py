@@ -23,8 +23,8 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 The main ON-LSTM column is ``backend="auto"`` (on the CPU the compiled loop of ``csrc/onlstm_cpu.cpp`` where it was
-built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the ``triton`` back end, the whole time loop of a layer
-in one Triton kernel, forward and backward); the table also times ``backend="torch"`` (``loop ms``: the per-step
+built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the ``triton`` back end, Triton kernels that split each
+step of a layer over many programs, forward and backward); the table also times ``backend="torch"`` (``loop ms``: the per-step
 PyTorch loop, a dozen kernels per step), so one run shows what the compiled loop or the Triton kernel brings. On a GPU
 it adds ``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out), and the language
 model's table gets the PyTorch loop too.

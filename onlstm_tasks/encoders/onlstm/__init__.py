@@ -6,7 +6,7 @@ From the bottom up: :mod:`.equations` (the gate layout, cumax and the master gat
 weights, also used by the library LSTM/GRU); the back ends of the layer pass, behind one interface
 (:mod:`.backends`): :mod:`.backend_loop` (:mod:`.runs`, :mod:`.steps_torch`, :mod:`.layer_pass`,
 :mod:`.batch_plan`: a time loop over length-sorted rows, compiled or PyTorch's) and :mod:`.backend_triton`
-(:mod:`.triton_kernels`: the whole loop in one Triton kernel); :mod:`.layer_op` (the layer as the operator
+(:mod:`.triton_kernels`: each step split over many Triton programs); :mod:`.layer_op` (the layer as the operator
 ``torch.ops.onlstm_tasks.onlstm_layer``); :mod:`.cell` (:class:`ONLSTMCell`: parameters, the fast layer run, and a
 one-step ``RecurrentCell`` method) and :mod:`.encoder` (the public :class:`ONLSTM`). The master gates themselves,
 for inspection, are :mod:`onlstm_tasks.probing.master_gates`.

@@ -1,13 +1,14 @@
-"""The ``triton`` back end of the ON-LSTM layer: the whole time loop of a layer's pass in one kernel launch
-(:mod:`.triton_kernels`), forward and backward, in the batch's own layout (no sorting by length, no host read).
+"""The ``triton`` back end of the ON-LSTM layer: the time loop of a layer's pass in Triton kernels that split each
+step over many programs (:mod:`.triton_kernels`; how a pass is split and launched: :func:`plan`, :func:`_launch`),
+forward and backward, in the batch's own layout (no sorting by length, no host read).
 
 Before the loop, the input projection of every step and direction is one batched GEMM; after the backward loop,
 the gradients of ``W_ih``, ``W_hh``, the bias and ``x`` are GEMMs and one reduction over the saved
 ``dL/d(pre-activations)``. Runs on CUDA tensors, and on CPU tensors under Triton's interpreter
 (``TRITON_INTERPRET=1`` when Triton is first imported, for tests). float32 only: the kernels accumulate in float32,
 and the layer's inputs come in the weights' dtype (bf16 activations under autocast are cast up by
-:func:`.layer_op.run_layer`). On a GPU the recurrent products use TF32 where ``torch.backends.cuda.matmul.allow_tf32``
-allows it (as cuDNN's LSTM does), full float32 otherwise.
+:func:`.layer_op.run_layer`). On a GPU the recurrent products use TF32 where PyTorch's switch for recurrent layers
+allows it (:func:`recurrent_tf32`, the one cuDNN's LSTM follows), full float32 otherwise.
 """
 
 from __future__ import annotations

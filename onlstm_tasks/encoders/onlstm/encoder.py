@@ -30,8 +30,8 @@ class ONLSTM(StatefulEncoder):
         dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
         dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
         master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
-        backend: the time loop (:mod:`.backends`): ``"triton"`` (the whole loop of a layer in one Triton kernel,
-            forward and backward; float32 on a CUDA device), ``"compiled"`` (the C++ kernels built at install;
+        backend: the time loop (:mod:`.backends`): ``"triton"`` (Triton kernels that split each step over many
+            programs, forward and backward; float32 on a CUDA device), ``"compiled"`` (the C++ kernels built at install;
             float32 on the CPU), ``"torch"`` (PyTorch operations; any device and dtype) or ``"auto"`` (Triton on a
             CUDA device, the compiled loop on the CPU, wherever they can run, else PyTorch's). Every back end
             computes the same function (tested against the reference cell); each layer is one call of the operator
