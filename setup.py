@@ -2,15 +2,15 @@
 
 It needs torch at build time, so install with ``pip install --no-build-isolation`` after torch (README, Install).
 Without torch at build time, or without a working C++ compiler, the install still succeeds, with a warning, and the
-encoders run their plain-PyTorch loop (onlstm_tasks/encoders/onlstm/native.py decides at run time).
+encoders run their plain-PyTorch loop (onlstm_tasks/native/library.py decides at run time).
 """
 
 import sys
 
 from setuptools import setup
 
-# the ON-LSTM's time loop and DropConnect; the CRF's forward-backward algorithm (onlstm_tasks/modules/crf_cpu.py)
-SOURCES = ["onlstm_tasks/encoders/onlstm/csrc/onlstm_cpu.cpp", "onlstm_tasks/encoders/onlstm/csrc/crf_cpu.cpp"]
+# the ON-LSTM's time loop and DropConnect; the CRF's forward-backward algorithm: one library (onlstm_tasks/native)
+SOURCES = ["onlstm_tasks/native/csrc/onlstm_cpu.cpp", "onlstm_tasks/native/csrc/crf_cpu.cpp"]
 
 
 def warn(message: str) -> None:
@@ -37,7 +37,7 @@ else:
     # the flag it runs on one thread); the OpenMP entry points resolve to the runtime torch has already loaded
     flags = ["/O2", "/openmp"] if sys.platform == "win32" else ["-O3", "-fno-trapping-math", "-fopenmp"]
     link = [] if sys.platform == "win32" else ["-fopenmp"]
-    ext_modules = [CppExtension("onlstm_tasks.encoders.onlstm._onlstm_cpu", SOURCES, extra_compile_args=flags,
+    ext_modules = [CppExtension("onlstm_tasks.native._kernels", SOURCES, extra_compile_args=flags,
                                 extra_link_args=link)]
     cmdclass = {"build_ext": OptionalBuild.with_options(use_ninja=True)}
 

@@ -1,5 +1,5 @@
 """Times our CRF against pytorch-crf's on the same inputs: the likelihood and its gradient (CRF.nll, the
-log-semiring scan of onlstm_tasks/modules/crf_scan.py, against pytorch-crf's per-step loop), then decoding (CRF.decode:
+log-semiring scan of onlstm_tasks/modules/crf/scan.py, against pytorch-crf's per-step loop), then decoding (CRF.decode:
 the per-step Viterbi on the CPU, the max-plus scan on a GPU; and the other of the two) against pytorch-crf's decode.
 
     python scripts/benchmark_crf.py [--batch 32] [--length 40] [--min-length 40] [--tags 37] [--repeats 50]
@@ -25,7 +25,8 @@ import time
 
 import torch
 
-from onlstm_tasks.modules import CRF, crf_scan
+from onlstm_tasks.modules import CRF
+from onlstm_tasks.modules.crf import scan as crf_scan
 from onlstm_tasks.modules.crf import viterbi_decode
 
 

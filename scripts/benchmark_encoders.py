@@ -23,7 +23,7 @@ How it is measured:
   ``x.requires_grad`` (an embedder sits below) and the loss ``hidden.sum()`` (plus ``distances.sum()`` and
   ``input_distances.sum()`` for ON-LSTM, which later losses use).
 The main ON-LSTM column is ``backend="auto"`` (on the CPU the compiled loop of ``csrc/onlstm_cpu.cpp`` where it was
-built, see onlstm_tasks/encoders/onlstm/native.py; on a GPU the ``triton`` back end, Triton kernels that split each
+built, see onlstm_tasks/native/library.py; on a GPU the ``triton`` back end, Triton kernels that split each
 step of a layer over many programs, forward and backward); the table also times ``backend="torch"`` (``loop ms``: the per-step
 PyTorch loop, a dozen kernels per step), so one run shows what the compiled loop or the Triton kernel brings. On a GPU
 it adds ``torch.compile`` of the whole encoder (``compiled ms``; ``--no-compile`` leaves it out), and the language
@@ -51,8 +51,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import native
-from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect
+from onlstm_tasks import native
+from onlstm_tasks.native import onlstm as native_onlstm
+from onlstm_tasks.encoders.dropconnect import drop_connect
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
 
@@ -241,7 +242,7 @@ def dropconnect_lines(args, x, masks, repeats, clock) -> None:
             def masks_only(compiled: bool, model: ONLSTM = on, weights: list = weights) -> Callable[[], None]:
                 def step() -> None:
                     model.zero_grad(set_to_none=True)
-                    sampled = drop_connect(weights, 0.3, training=True, backend="auto" if compiled else "torch")
+                    sampled = drop_connect(weights, 0.3, training=True, native_ops=compiled)
                     torch.autograd.backward(sampled, [torch.ones_like(w) for w in sampled])
                 return step
             t_c, t_t = interleaved_medians([masks_only(True), masks_only(False)], 3 * repeats, clock=clock)
@@ -260,7 +261,7 @@ def product_lines(repeats: int, clock) -> None:
     for name, m, depth, n in shapes:
         torch.manual_seed(0)
         a, w, out = torch.randn(1, m, depth), torch.randn(1, depth, n), torch.zeros(1, m, n)
-        t_c, t_b = interleaved_medians([lambda: native.product(out, a, w), lambda: torch.bmm(a, w)], repeats,
+        t_c, t_b = interleaved_medians([lambda: native_onlstm.product(out, a, w), lambda: torch.bmm(a, w)], repeats,
                                        clock=clock)
         print(f"{name:<36} {m:>5} x {depth:>5} x {n:>5}: compiled {t_c:8.2f} ms, bmm {t_b:8.2f} ms "
               f"({t_c / t_b:.2f}x)")

@@ -1,4 +1,4 @@
-"""Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.triton_kernels`) for NVIDIA GPUs, on
+"""Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.backends.triton.kernels`) for NVIDIA GPUs, on
 any machine, and reads their machine code: no GPU is needed, since Triton's front end, its NVIDIA passes, the
 ``ptxas`` it bundles and its ``cuobjdump`` / ``nvdisasm`` all run on the CPU. Catches what the interpreter
 (``TRITON_INTERPRET=1``) lets through, such as a loop-carried variable whose shape changes, before a GPU does. The
@@ -78,8 +78,8 @@ def main() -> int:
         print("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled", file=sys.stderr)
         return 2
     torch.backends.cudnn.rnn.fp32_precision = "ieee" if args.ieee else "tf32"
-    from onlstm_tasks.encoders.onlstm.backend_triton import gpu_plan
-    from onlstm_tasks.encoders.onlstm.triton_kernels import onlstm_backward_kernel, onlstm_forward_kernel
+    from onlstm_tasks.encoders.onlstm.backends.triton.launcher import gpu_plan
+    from onlstm_tasks.encoders.onlstm.backends.triton.kernels import onlstm_backward_kernel, onlstm_forward_kernel
 
     sizes, targets = (SHIPPED, TARGETS[:1]) if args.quick else (SIZES, TARGETS)
     failures = 0

@@ -104,9 +104,10 @@ def main() -> None:
     torch.set_num_threads(1)
     extra = []
     if args.gpu_path:
-        from onlstm_tasks.modules import crf, crf_scan
+        from onlstm_tasks.modules.crf import paths
 
-        crf.partition_function = lambda emissions: crf_scan.log_partition
+        scan_path = paths.named("scan")
+        paths.choose = lambda emissions: scan_path
         extra = ["--model.init_args.encoder.init_args.backend", "triton"]
     model, optimizer, batch = build(args.config, data, args.length, extra)
     for _ in range(args.steps - 1):  # warm-up

@@ -36,7 +36,7 @@ SETS = {"shipped": SHIPPED, "tests": TESTS}
 ONE = """
 import sys, torch
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import backend_triton
+from onlstm_tasks.encoders.onlstm.backends.triton import launcher as backend_triton
 hidden, chunk, dirs, rows, symmetric, precision, persistent = {args!r}
 torch.backends.cudnn.rnn.fp32_precision = precision
 if not persistent:

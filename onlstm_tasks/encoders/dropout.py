@@ -1,5 +1,5 @@
 """Dropout shared by the recurrent encoders (AWD-LSTM style): locked (variational) dropout between layers, and the
-check of a dropout probability. DropConnect on weights is :mod:`onlstm_tasks.encoders.onlstm.dropconnect`."""
+check of a dropout probability. DropConnect on weights is :mod:`onlstm_tasks.encoders.dropconnect`."""
 
 from __future__ import annotations
 

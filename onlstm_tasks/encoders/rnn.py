@@ -15,7 +15,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import RecurrentOutput, StatefulEncoder, check_layer_states, check_stack_sizes
 from .dropout import check_probability, locked_dropout
-from .onlstm.dropconnect import drop_connect
+from .dropconnect import drop_connect
 
 LayerStates = tuple[tuple[torch.Tensor, ...], ...]
 

@@ -23,8 +23,8 @@ from onlstm_tasks.encoders import (
 from onlstm_tasks.encoders.base import reverse_padded
 from onlstm_tasks.trees.source import HasDistances
 from onlstm_tasks.encoders.dropout import locked_dropout
-from onlstm_tasks.encoders.onlstm import native
-from onlstm_tasks.encoders.onlstm.dropconnect import drop_connect, keep_threshold, random_lanes
+from onlstm_tasks import native
+from onlstm_tasks.encoders.dropconnect import drop_connect, keep_threshold, random_lanes
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
 ENCODERS = {
@@ -151,7 +151,7 @@ def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
     torch.manual_seed(0)
     n = 1 << 20
     lanes = random_lanes(n, compiled=compiled)
-    (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True, backend="auto" if compiled else "torch")
+    (w,) = drop_connect([torch.ones(n)], 1 - keep, training=True, native_ops=compiled)
     threshold, scale = keep_threshold(keep)
     rounded = threshold / 2**15  # the keep probability at the masks' 15-bit resolution
     assert abs(rounded - keep) <= 2**-16 and scale == 1 / rounded  # so the mask's mean is exactly 1
@@ -172,12 +172,11 @@ def test_dropconnect_keeps_at_the_asked_rate_with_mean_one(keep, compiled):
 @pytest.mark.parametrize("compiled", GENERATORS)
 def test_dropconnect_masks_follow_torch_manual_seed_and_differ_between_calls(compiled):
     w = torch.randn(50, 40)
-    backend = "auto" if compiled else "torch"
     torch.manual_seed(7)
-    a, b = drop_connect([w, w], 0.5, training=True, backend=backend)
+    a, b = drop_connect([w, w], 0.5, training=True, native_ops=compiled)
     torch.manual_seed(7)
-    a2, b2 = drop_connect([w, w], 0.5, training=True, backend=backend)
-    c, _ = drop_connect([w, w], 0.5, training=True, backend=backend)
+    a2, b2 = drop_connect([w, w], 0.5, training=True, native_ops=compiled)
+    c, _ = drop_connect([w, w], 0.5, training=True, native_ops=compiled)
     assert torch.equal(a, a2) and torch.equal(b, b2)
     assert not torch.equal(a, b) and not torch.equal(a, c)
 

@@ -17,7 +17,7 @@ ROOT = REPO
 CHECK = """
 import torch
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import native
+from onlstm_tasks import native
 assert not native.available(), "the compiled loop should be absent"
 out = ONLSTM(4, 8, 4, num_layers=2, bidirectional=True)(torch.randn(2, 3, 4), torch.tensor([[1, 1, 1], [1, 1, 0]]).bool())
 out.hidden.sum().backward()

@@ -17,11 +17,13 @@ from helpers.paths import REPO
 from helpers.onlstm import batch, compare_layer_backends, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm import native
-from onlstm_tasks.encoders.onlstm.dropconnect import _CompiledDropConnect, _masked, drop_connect, keep_threshold, \
+from onlstm_tasks import native
+from onlstm_tasks.native import onlstm as native_onlstm
+from onlstm_tasks.encoders.onlstm.tuning import WIDE
+from onlstm_tasks.encoders.dropconnect import _CompiledDropConnect, _masked, drop_connect, keep_threshold, \
     random_lanes
-from onlstm_tasks.encoders.onlstm.backends import BACKENDS as REGISTRY
-from onlstm_tasks.encoders.onlstm.backends import resolve
+from onlstm_tasks.encoders.onlstm.registry import BACKENDS as REGISTRY
+from onlstm_tasks.encoders.onlstm.registry import resolve
 from onlstm_tasks.encoders.onlstm.layer_op import run_layer
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 
@@ -79,11 +81,11 @@ def test_the_compiled_loop_gives_the_pytorch_outputs_and_gradients(threads, symm
 @marked(*needs_compiled)
 @pytest.mark.parametrize("lengths", [[3, 3], [3, 1, 2]])
 def test_wide_layers_take_the_compiled_products_and_give_the_pytorch_gradients(lengths):
-    """Inputs and hidden states at least native.WIDE wide (the language model's): the projection and the gradients'
+    """Inputs and hidden states at least WIDE wide (the language model's): the projection and the gradients'
     large products run through the compiled product, with the PyTorch loop's results."""
     g = torch.Generator().manual_seed(11)
-    wide = native.WIDE + 6
-    hidden, levels, dirs = native.WIDE, 4, 2
+    wide = WIDE + 6
+    hidden, levels, dirs = WIDE, 4, 2
     gates = 4 * hidden + 2 * levels
     shapes = ((len(lengths), max(lengths), wide), (dirs, gates, wide), (dirs, gates), (dirs, gates, hidden))
     args = [torch.randn(*shape, generator=g) * 0.05 for shape in shapes]
@@ -126,7 +128,7 @@ def test_backend_choice_is_checked_and_explained():
     x = torch.zeros(2, 3, 4)
     assert resolve("torch", x).name == "torch"
     assert resolve("auto", x.double()).name == "torch"  # float64: the PyTorch loop
-    with pytest.raises(ValueError, match="backend 'compiled' cannot run here: the compiled loop runs float32 CPU"):
+    with pytest.raises(ValueError, match="backend 'compiled' cannot run here: the compiled kernels run float32 CPU"):
         resolve("compiled", x.double())
     with pytest.raises(ValueError, match="backend must be one of auto, compiled, torch, triton; got .fast."):
         ONLSTM(4, 8, 4, backend="fast")
@@ -137,6 +139,38 @@ def test_backend_choice_is_checked_and_explained():
         resolve("triton", x.to("meta"))
     if native.available():
         assert resolve("auto", x).name == "compiled"
+
+
+def _compared_strings(path) -> set[str]:
+    """The string constants ``path``'s code compares anything with (``==``, ``!=``, ``in`` and their negations)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                items = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                found |= {item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)}
+    return found
+
+
+def test_only_the_registry_compares_back_end_names():
+    """A back end is chosen in one place: no module of the encoders and networks but the registry compares a back
+    end's name (DropConnect asks the registry, the loop's steps are objects)."""
+    registry = PACKAGE / "encoders" / "onlstm" / "registry.py"
+    names = set(REGISTRY) | {"auto"}
+    for path in [*(PACKAGE / "encoders").rglob("*.py"), *(PACKAGE / "modules").rglob("*.py")]:
+        if path != registry:
+            assert not _compared_strings(path) & names, path
+
+
+def test_the_crf_chooses_its_path_in_one_place():
+    """The CRF's modules read no device and no path name; :mod:`onlstm_tasks.modules.crf.paths` alone chooses."""
+    import re
+
+    for path in (PACKAGE / "modules" / "crf").glob("*.py"):
+        if path.name != "paths.py":
+            assert not re.search(r"device\.type\s*(==|!=|in\b|not\s+in\b)", path.read_text()), path
 
 
 def test_no_ctypes_in_the_package_and_no_environment_reads_in_the_encoders():
@@ -343,15 +377,15 @@ def xoshiro128pp(state: list[int], count: int) -> list[int]:
 @pytest.mark.parametrize("words", [1, 16, 37, 160])
 def test_compiled_random_words_are_sixteen_interleaved_xoshiro128pp_generators(words):
     torch.manual_seed(words)
-    streams = native.STREAMS
+    streams = native_onlstm.STREAMS
     state = torch.randint(-2**31, 2**31, (4 * streams,), dtype=torch.int32)
     before = [v & 0xFFFFFFFF for v in state.tolist()]
-    got = [v & 0xFFFFFFFF for v in native.random_words(words, state).tolist()]
+    got = [v & 0xFFFFFFFF for v in native_onlstm.random_words(words, state).tolist()]
     for stream in range(streams):
         expected = xoshiro128pp(before[stream::streams], -(-words // streams))
         assert got[stream::streams] == expected[: len(got[stream::streams])]
     chunks = -(-words // streams)  # the state moved on by whole chunks of one word per generator
-    again = [v & 0xFFFFFFFF for v in native.random_words(streams, state).tolist()]
+    again = [v & 0xFFFFFFFF for v in native_onlstm.random_words(streams, state).tolist()]
     assert again == [xoshiro128pp(before[s::streams], chunks + 1)[-1] for s in range(streams)]
 
 
@@ -359,14 +393,14 @@ def test_compiled_random_words_are_sixteen_interleaved_xoshiro128pp_generators(w
 def test_compiled_dropconnect_is_used_only_where_it_applies_and_refuses_bad_lanes():
     w = torch.randn(6, 4)
     with pytest.raises(RuntimeError, match="int32 CPU state of 64 words"):
-        native.random_words(3, torch.zeros(63, dtype=torch.int32))
+        native_onlstm.random_words(3, torch.zeros(63, dtype=torch.int32))
     assert type(drop_connect([w.requires_grad_()], 0.3, True)[0].grad_fn).__name__ == "_CompiledDropConnectBackward"
-    assert type(drop_connect([w], 0.3, True, backend="torch")[0].grad_fn).__name__ != "_CompiledDropConnectBackward"
+    assert type(drop_connect([w], 0.3, True, native_ops=False)[0].grad_fn).__name__ != "_CompiledDropConnectBackward"
     for other in (w.double(), w.detach().to(torch.bfloat16)):
         assert drop_connect([other], 0.3, True)[0].dtype == other.dtype  # the PyTorch mask instead
     assert drop_connect([w], 0.3, training=False)[0] is w
     with pytest.raises(RuntimeError, match="24 contiguous int16 lanes"):
-        native.masked(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
+        native_onlstm.masked(w.detach(), torch.zeros(23, dtype=torch.int16), 100, 1.0)
 
 
 @marked(*needs_compiled)
@@ -375,7 +409,7 @@ def test_compiled_dropconnect_keeps_exactly_the_lanes_below_the_threshold():
     threshold = 22938
     lanes = torch.tensor([threshold - 1, threshold, threshold + 1, 0, 0x7FFF, -0x8000 + threshold - 1,
                           -0x8000 + threshold, -1], dtype=torch.int16)
-    out = native.masked(torch.full((8,), 2.0), lanes, threshold, 1.5)
+    out = native_onlstm.masked(torch.full((8,), 2.0), lanes, threshold, 1.5)
     assert out.tolist() == [3.0, 0.0, 0.0, 3.0, 0.0, 3.0, 0.0, 0.0]
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from onlstm_tasks.encoders import ONLSTM, CellStackEncoder, ONLSTMCell, RecurrentCell, ReferenceONLSTMCell
-from onlstm_tasks.encoders.onlstm import native
+from onlstm_tasks import native
 from onlstm_tasks.encoders.onlstm.equations import (
     cumax,
     master_input_gate,

@@ -7,7 +7,7 @@ from helpers.onlstm import batch, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm.layer_op import run_layer
-from onlstm_tasks.encoders.onlstm.runs import step_runs
+from onlstm_tasks.encoders.onlstm.backends.loop.runs import step_runs
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -1,4 +1,4 @@
-"""The ``triton`` back end (:mod:`onlstm_tasks.encoders.onlstm.backend_triton`): a layer's time loop in Triton kernels
+"""The ``triton`` back end (:mod:`onlstm_tasks.encoders.onlstm.backends.triton.launcher`): a layer's time loop in Triton kernels
 that split each step over many programs, forward and backward, against the reference cell (the oracle) and the
 PyTorch loop. Without a GPU the kernels run in Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1``, set by
 ``conftest.py``), one launch per half-step (the interpreter runs programs one after another, so a grid barrier
@@ -19,7 +19,7 @@ from helpers.paths import REPO
 from helpers.onlstm import compare_layer_backends, compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.encoders.onlstm.backends import resolve
+from onlstm_tasks.encoders.onlstm.registry import resolve
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
 from onlstm_tasks.host_reads import count_host_reads
 
@@ -37,7 +37,7 @@ def ragged_batch(lengths, steps=12, features=5, seed=0):
 def test_the_kernel_matches_the_reference_on_a_small_ragged_batch():
     """Outputs (hidden states, both distances) and every gradient within 1e-5 of the reference cell, with two
     programs splitting every step of each direction."""
-    from onlstm_tasks.encoders.onlstm.backend_triton import plan
+    from onlstm_tasks.encoders.onlstm.backends.triton.launcher import plan
 
     assert plan(4, 32, 4, 2, False, resident=0).grid == (2, 2, 1)  # directions x level blocks x row tiles
     torch.manual_seed(0)
@@ -156,7 +156,7 @@ def test_cuda_triton_matches_the_reference(bidirectional, monkeypatch):
 def test_cuda_the_persistent_launch_gives_the_per_step_launches_results(hidden, chunk, rows, monkeypatch):
     """One launch with a grid barrier per half-step (every program resident) against one launch per half-step (the
     interpreter's order): the same outputs and gradients, at the NER and the language model's sizes."""
-    from onlstm_tasks.encoders.onlstm import backend_triton
+    from onlstm_tasks.encoders.onlstm.backends.triton import launcher as backend_triton
 
     monkeypatch.setattr(torch.backends.cudnn.rnn, "fp32_precision", "ieee")
     torch.manual_seed(9)

@@ -1,5 +1,5 @@
-"""The CRF with no time loop in Python (:mod:`onlstm_tasks.modules.crf_scan`, and on the CPU the compiled
-forward-backward kernels of :mod:`onlstm_tasks.modules.crf_cpu`) against brute-force enumeration and pytorch-crf's
+"""The CRF with no time loop in Python (:mod:`onlstm_tasks.modules.crf.scan`, and on the CPU the compiled
+forward-backward kernels of :mod:`onlstm_tasks.modules.crf.compiled`) against brute-force enumeration and pytorch-crf's
 per-step loop (the oracle of the likelihood and its gradients), and the Viterbi scan against enumeration and the
 per-step decoder, constraints included; no host read in the loss."""
 
@@ -9,10 +9,13 @@ import pytest
 import torch
 import torchcrf
 
-from onlstm_tasks.encoders.onlstm import native
+from onlstm_tasks import native
 from onlstm_tasks.host_reads import count_host_reads
-from onlstm_tasks.modules import CRF, crf_cpu, crf_scan
-from onlstm_tasks.modules.crf import partition_function, viterbi_decode
+from onlstm_tasks.modules import CRF
+from onlstm_tasks.modules.crf import compiled as crf_cpu
+from onlstm_tasks.modules.crf import scan as crf_scan
+from onlstm_tasks.modules.crf import viterbi_decode
+from onlstm_tasks.modules.crf.paths import choose
 
 IOBES = ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
 
@@ -146,8 +149,10 @@ def test_the_compiled_kernels_give_pytorch_crfs_likelihood_and_gradients(batch, 
 @compiled_test
 def test_the_crf_takes_the_compiled_kernels_on_the_cpu_and_they_pass_opcheck():
     emissions, mask, _ = ragged(4, 7, len(IOBES), dtype=torch.float32)
-    assert partition_function(emissions) is crf_cpu.log_partition
-    assert partition_function(emissions.double()) is None  # pytorch-crf's loop
-    assert partition_function(emissions.to("meta")) is crf_scan.log_partition  # any other device
+    assert choose(emissions).log_partition is crf_cpu.log_partition
+    assert choose(emissions).viterbi is viterbi_decode  # the loop decodes faster on the CPU
+    assert choose(emissions.double()).log_partition is None  # pytorch-crf's loop
+    assert choose(emissions.to("meta")).log_partition is crf_scan.log_partition  # any other device
+    assert choose(emissions.to("meta")).viterbi is crf_scan.viterbi
     leaves = [t.requires_grad_() for t in (emissions, *(torch.randn(*s) for s in ((5,), (5, 5), (5,))))]
     torch.library.opcheck(crf_cpu.crf_log_partition, (leaves[0], mask.sum(1), *leaves[1:]))

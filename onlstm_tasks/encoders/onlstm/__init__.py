@@ -1,17 +1,22 @@
-"""The ON-LSTM (Ordered Neurons LSTM, Shen et al., ICLR 2019), one file per job.
+"""The ON-LSTM (Ordered Neurons LSTM, Shen et al., ICLR 2019): the oracle, the faster back ends, the public layer.
 
-From the bottom up: :mod:`.equations` (the gate layout, cumax and the master gates, the cell update: written once),
-:mod:`.reference` (the plain reference cell, the test oracle: it imports only the equations), :mod:`.native`
-(loads the C++ kernels of ``csrc/onlstm_cpu.cpp``, built at install) and :mod:`.dropconnect` (DropConnect on
-weights, also used by the library LSTM/GRU); the back ends of the layer pass, behind one interface
-(:mod:`.backends`): :mod:`.backend_loop` (:mod:`.runs`, :mod:`.steps_torch`, :mod:`.layer_pass`,
-:mod:`.batch_plan`: a time loop over length-sorted rows, compiled or PyTorch's) and :mod:`.backend_triton`
-(:mod:`.triton_kernels`: each step split over many Triton programs); :mod:`.layer_op` (the layer as the operator
-``torch.ops.onlstm_tasks.onlstm_layer``); :mod:`.cell` (:class:`ONLSTMCell`: parameters, the fast layer run, and a
-one-step ``RecurrentCell`` method) and :mod:`.encoder` (the public :class:`ONLSTM`). The master gates themselves,
-for inspection, are :mod:`onlstm_tasks.probing.master_gates`.
+- The oracle: :mod:`.equations` (the gate layout, cumax and the master gates, the cell update: written once) and
+  :mod:`.reference` (the plain reference cell, which imports only the equations). Every back end is tested against
+  it.
+- The back ends (``backends/``, one room each), behind one interface and one table (:mod:`.registry`, which alone
+  names them and chooses: :func:`.registry.resolve`), their tuning constants in one module (:mod:`.tuning`):
+  ``backends/loop/`` (a time loop over length-sorted rows: :mod:`~.backends.loop.plan`,
+  :mod:`~.backends.loop.runs`, :mod:`~.backends.loop.layer_pass`, and two steps objects, compiled C++
+  (:mod:`~.backends.loop.steps_compiled`, kernels in :mod:`onlstm_tasks.native`) or PyTorch
+  (:mod:`~.backends.loop.steps_torch`)) and ``backends/triton/`` (:mod:`~.backends.triton.kernels`, each step split
+  over many Triton programs, launched by :mod:`~.backends.triton.launcher`).
+- The layer: :mod:`.layer_op` (the operator ``torch.ops.onlstm_tasks.onlstm_layer``), :mod:`.cell`
+  (:class:`ONLSTMCell`: parameters, the fast layer run, a one-step ``RecurrentCell`` method) and :mod:`.encoder`
+  (the public :class:`ONLSTM`; DropConnect on its weights: :mod:`onlstm_tasks.encoders.dropconnect`). The master
+  gates themselves, for inspection, are :mod:`onlstm_tasks.probing.master_gates`.
 
-It may import torch and the lower modules of :mod:`onlstm_tasks.encoders` (``base``, ``dropout``, ``cell_stack``,
+A new back end: docs/guide.md, "Adding a back end". It may import torch, :mod:`onlstm_tasks.native` and the lower
+modules of :mod:`onlstm_tasks.encoders` (``base``, ``dropout``, ``dropconnect``, ``cell_stack``,
 ``independent_directions``), nothing above ``encoders`` and never Lightning. ``onlstm_tasks.encoders.onlstm.ONLSTM``
 (the path of the module this package replaced) stays valid for YAML configs and checkpoints.
 """

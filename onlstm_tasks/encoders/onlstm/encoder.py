@@ -10,8 +10,8 @@ from torch import nn
 from ..base import ONLSTMOutput, StatefulEncoder, check_layer_states
 from ..dropout import check_probability, locked_dropout
 from .cell import ONLSTMCell
-from .dropconnect import drop_connect
-from .backends import NAMES as BACKENDS
+from ..dropconnect import drop_connect
+from .registry import allows_native_ops, check_name
 from .layer_op import run_layer
 
 LayerStates = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -30,7 +30,7 @@ class ONLSTM(StatefulEncoder):
         dropout: locked (variational) dropout between layers, one mask per sequence shared over time.
         dropconnect: DropConnect on the hidden-to-hidden weights, one mask per forward pass shared over time.
         master_input: ``"paper"`` (i~ = 1 - cumax) or ``"symmetric"`` (reverse cumulative softmax).
-        backend: the time loop (:mod:`.backends`): ``"triton"`` (Triton kernels that split each step over many
+        backend: the time loop (:mod:`.registry`): ``"triton"`` (Triton kernels that split each step over many
             programs, forward and backward; float32 on a CUDA device), ``"compiled"`` (the C++ kernels built at install;
             float32 on the CPU), ``"torch"`` (PyTorch operations; any device and dtype) or ``"auto"`` (Triton on a
             CUDA device, the compiled loop on the CPU, wherever they can run, else PyTorch's). Every back end
@@ -60,8 +60,7 @@ class ONLSTM(StatefulEncoder):
         backend: str = "auto",
     ) -> None:
         super().__init__()
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+        check_name(backend)
         if input_size <= 0:
             raise ValueError(f"input_size must be positive, got {input_size}")
         if num_layers < 1:
@@ -103,7 +102,8 @@ class ONLSTM(StatefulEncoder):
     def recurrent_weights(self) -> list[torch.Tensor]:
         """The hidden-to-hidden weights this forward pass uses, DropConnect applied in training mode (see
         :func:`drop_connect`): one sample per cell, in cell order (layer-major, forward direction first)."""
-        return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training, self.backend)
+        return drop_connect([cell.weight_hh for cell in self.cells], self.dropconnect, self.training,
+                            allows_native_ops(self.backend))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 state: LayerStates | None = None) -> ONLSTMOutput:

@@ -3,8 +3,8 @@
 Every implementation points here. The plain reference cell (:mod:`.reference`, the test oracle) and
 :meth:`ONLSTMCell.step <onlstm_tasks.encoders.onlstm.cell.ONLSTMCell.step>` call :func:`onlstm_update`; the fast
 back ends compute the same update: the loop over length-sorted rows in the regrouped form below, with PyTorch
-operations (:mod:`.steps_torch`) or C++ kernels (``csrc/onlstm_cpu.cpp`` through :mod:`.native`), and the Triton
-kernel (:mod:`.triton_kernels`) in the form of :func:`ordered_cell_update`; all are tested against
+operations (:mod:`.backends.loop.steps_torch`) or C++ kernels (``onlstm_tasks/native/csrc/onlstm_cpu.cpp``), and the
+Triton kernels (:mod:`.backends.triton.kernels`) in the form of :func:`ordered_cell_update`; all are tested against
 :func:`onlstm_update` through the reference cell (``tests/encoders/test_onlstm_cell.py``, ``tests/encoders/test_onlstm_fast.py``,
 ``tests/encoders/test_onlstm_backends.py``, ``tests/encoders/test_onlstm_triton.py``).
 

@@ -5,7 +5,7 @@ Registered with :func:`torch.library.custom_op`, with a fake (meta) implementati
 ``torch.compile`` (``fullgraph=True``, dynamic shapes), ``torch.library.opcheck``, autocast and DDP treat it like a
 built-in operator: the data-dependent work (the rows' lengths) happens inside it, where the compiler does not trace.
 
-The work itself is a back end's (:mod:`.backends`: one interface, chosen in one place by :func:`.backends.resolve`):
+The work itself is a back end's (:mod:`.registry`: one interface, chosen in one place by :func:`.registry.resolve`):
 its forward returns the outputs and its own named ``Saved`` tensors, which travel through the operator as a list
 and come back to its backward as the same named tuple.
 
@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backends import LayerInputs, OutputGrads, resolve
+from .registry import LayerInputs, OutputGrads, resolve
 
 
 def _no_autocast(x: Tensor) -> torch.autocast:

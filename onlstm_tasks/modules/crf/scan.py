@@ -1,6 +1,8 @@
 """A linear-chain CRF with no time loop in Python: the log-partition, the gold path's score and Viterbi as a few
 batched tensor operations each, whatever the length (pure functions; :class:`~onlstm_tasks.modules.crf.CRF` holds
-the parameters).
+the parameters). One scan, parameterised by its semiring (:class:`Semiring`: the log semiring for the partition
+function, max-plus for Viterbi), serves both (torch-struct's idea): :func:`scan` reduces a chain of transfer
+matrices to their product, or with ``prefixes`` to every prefix product.
 
 - :func:`log_partition`: the forward algorithm as a product of the steps' transfer matrices in the log semiring,
   ``alpha_0 (x) M_1 (x) ... (x) M_{T-1}``, reduced pairwise in ``ceil(log2 T)`` rounds (torch-struct's linear-chain
@@ -20,9 +22,38 @@ every row with a token), start and end [K], transitions [K, K] (from i to j).
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import torch
 
 WORK_DTYPE = torch.float64
+
+
+class Semiring(NamedTuple):
+    """A semiring of the scan: ``matmul`` its matrix product over the last two axes, ``zero`` the value of its
+    identity matrix off the diagonal for ``dtype`` (its diagonal is 0, the semiring's one)."""
+
+    matmul: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    zero: Callable[[torch.dtype], float]
+
+
+def scan(matrices: torch.Tensor, semiring: Semiring, prefixes: bool = False) -> torch.Tensor:
+    """The semiring product of a chain of matrices [B, T, K, K] along T: with ``prefixes`` every prefix product
+    (Hillis-Steele, ``ceil(log2 T)`` rounds, [B, T, K, K]), else only the whole product, reduced pairwise
+    (``ceil(log2 T)`` rounds of half as many products each, [B, K, K]: the partition function needs no prefix, and
+    its gradient flows back through T - 1 products instead of T log T)."""
+    steps = matrices.size(1)
+    if prefixes:
+        shift = 1
+        while shift < steps:  # prefix[t] = prefix[t - shift] (x) prefix[t]
+            matrices = torch.cat((matrices[:, :shift], semiring.matmul(matrices[:, :-shift], matrices[:, shift:])),
+                                 dim=1)
+            shift *= 2
+        return matrices
+    matrices = _pad_to_power_of_two(matrices, semiring.zero(matrices.dtype))
+    while matrices.size(1) > 1:
+        matrices = semiring.matmul(matrices[:, 0::2], matrices[:, 1::2])
+    return matrices[:, 0]
 
 
 def _transfer_matrices(emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor,
@@ -62,10 +93,8 @@ def log_partition(emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tens
     dtype = emissions.dtype
     with torch.autocast(emissions.device.type, enabled=False):
         e, s, tr, en = (t.to(WORK_DTYPE) for t in (emissions, start, transitions, end))
-        matrices = _pad_to_power_of_two(_transfer_matrices(e, mask, s, tr, float("-inf")), float("-inf"))
-        while matrices.size(1) > 1:
-            matrices = log_matmul(matrices[:, 0::2], matrices[:, 1::2])
-        alpha = matrices[:, 0, 0]  # [B, K]: every row of the product is the forward vector after the last step
+        product = scan(_transfer_matrices(e, mask, s, tr, LOG.zero(e.dtype)), LOG)
+        alpha = product[:, 0]  # [B, K]: every row of the product is the forward vector after the last step
         return torch.logsumexp(alpha + en, dim=-1).to(dtype)
 
 
@@ -83,7 +112,7 @@ def path_score(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, 
 def nll(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, start: torch.Tensor,
         transitions: torch.Tensor, end: torch.Tensor, partition=None) -> torch.Tensor:
     """Mean negative log-likelihood of ``tags`` over the batch (a scalar); ``partition``: the log-partition function
-    (default :func:`log_partition`; on the CPU :func:`.crf_cpu.log_partition` computes the same)."""
+    (default :func:`log_partition`; on the CPU :func:`.compiled.log_partition` computes the same)."""
     log_z = (partition or log_partition)(emissions, mask, start, transitions, end)
     return (log_z - path_score(emissions, tags, mask, start, transitions, end)).mean()
 
@@ -93,6 +122,11 @@ def _max_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a.unsqueeze(-1) + b.unsqueeze(-3)).amax(-2)
 
 
+LOG = Semiring(log_matmul, lambda dtype: float("-inf"))
+# max-plus: a finite stand-in for -inf off the identity's diagonal, so that amax stays NaN-free
+MAX_PLUS = Semiring(_max_matmul, lambda dtype: torch.finfo(dtype).min)
+
+
 @torch.no_grad()
 def viterbi(emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor,
             end: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -100,12 +134,8 @@ def viterbi(emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, tr
     Scores may hold -inf (forbidden moves); ties go to the lowest tag index."""
     batch, steps, tags = emissions.shape
     dtype = emissions.dtype
-    neg = torch.finfo(dtype).min  # finite stand-in for -inf off the identity's diagonal: amax stays NaN-free
-    prefix = _transfer_matrices(emissions, mask, start, transitions, neg)  # [B, T, K, K]
-    shift = 1
-    while shift < steps:  # Hillis-Steele: prefix[t] = prefix[t - shift] (x) prefix[t]
-        prefix = torch.cat((prefix[:, :shift], _max_matmul(prefix[:, :-shift], prefix[:, shift:])), dim=1)
-        shift *= 2
+    prefix = scan(_transfer_matrices(emissions, mask, start, transitions, MAX_PLUS.zero(dtype)), MAX_PLUS,
+                  prefixes=True)  # [B, T, K, K]
     alpha = prefix[:, :, 0]  # [B, T, K]: best score of a path over tokens 0..t ending in each tag
     final = alpha[:, -1] + end  # padded steps are identities: alpha[:, -1] is each row's last real step
     best, last = final.max(-1)

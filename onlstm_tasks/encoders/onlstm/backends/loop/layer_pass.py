@@ -1,28 +1,20 @@
-"""One ON-LSTM layer's forward and backward pass over time-major, length-sorted inputs (see :mod:`.equations` for
-the maths, :mod:`.backend_loop` for the back ends around it and "Padding" there).
+"""One ON-LSTM layer's forward and backward pass over time-major, length-sorted inputs (see :mod:`...equations` for
+the maths, :mod:`.backend` for the back ends around it and "Padding" there).
 
-:class:`LayerPass` allocates the buffers and runs the time loop in one of two ways that read and write the same
-buffers in the same conventions:
+:class:`LayerPass` allocates the buffers and hands the time loop to a steps object that reads and writes them in the
+same conventions: :class:`.steps_compiled.CompiledSteps` (the whole loop in one call of the C++ kernels, float32 on
+the CPU) or :class:`.steps_torch.TorchSteps` (a Python loop of PyTorch operations, any device and dtype).
 
-- ``"compiled"``: the whole time loop, recurrent products included, in one call of the C++ kernels
-  (``csrc/onlstm_cpu.cpp`` through :mod:`.native`; float32 on the CPU);
-- ``"torch"``: a Python loop, each step's recurrent product a ``baddbmm`` and its element-wise work PyTorch
-  operations on whole-batch views (:mod:`.steps_torch`); any device and dtype.
-
-The input projection is one ``baddbmm`` over the (step, row) pairs the runs of steps compute, before the loop, in
-both. With ``save=True`` the pass keeps what :meth:`LayerPass.backward` reads.
+The input projection is one product over the (step, row) pairs the runs of steps compute, before the loop. With
+``save=True`` the pass keeps what :meth:`LayerPass.backward` reads.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import native
-from . import steps_torch
-from .equations import gate_rows
-from .runs import gather_runs, per_step, scatter_runs, step_runs
-
-LOOPS = ("compiled", "torch")
+from ...equations import gate_rows
+from .runs import gather_runs, scatter_runs, step_runs
 
 
 def _start_cell(slot: torch.Tensor, c_init: torch.Tensor | None) -> None:
@@ -38,14 +30,12 @@ class LayerPass:
     steps of ``batch_sizes``. :meth:`forward` runs the pass; :meth:`backward` needs only the geometry and what a
     saving forward returned, so the operator's backward rebuilds the geometry rather than keeping the object."""
 
-    def __init__(self, x_shape, weight_hh: torch.Tensor, batch_sizes: list[int], symmetric: bool, backend: str):
-        if backend not in LOOPS:
-            raise ValueError(f"backend must be one of {LOOPS}, got {backend!r}")
+    def __init__(self, x_shape, weight_hh: torch.Tensor, batch_sizes: list[int], symmetric: bool, steps_impl):
         dirs, steps, batch, _ = x_shape
         gates, hidden = weight_hh.shape[1:]
         levels = (gates - 4 * hidden) // 2
         self.shape = dirs, steps, batch, gates, hidden, levels, int(hidden // levels)
-        self.symmetric, self.backend, self.save = symmetric, backend, False
+        self.symmetric, self.steps_impl, self.save = symmetric, steps_impl, False
         seg = self.segments = step_runs(batch_sizes)
         self.stop = seg[-1][2] if seg else 0  # steps with a running row
         self.rows_at = [rows for rows, start, end in seg for _ in range(start, end)]
@@ -74,14 +64,7 @@ class LayerPass:
         acts = new(dirs, steps, batch, gates) if full else x.new_zeros(dirs, steps, batch, gates)  # pre-activations,
         # then every step's activations
         bias = (bias * scale[:, 0]).unsqueeze(1)
-        if self.backend == "compiled":  # the compiled product, on the scaled weights packed once
-            def project(inputs, out):
-                return native.product(out.copy_(bias.expand_as(out)), inputs, weight_ih, scale[:, 0], True)
-        else:
-            w_ih_t = (weight_ih * scale).transpose(1, 2)
-
-            def project(inputs, out):
-                return torch.baddbmm(bias, inputs, w_ih_t, out=out)
+        project = self.steps_impl.projection(weight_ih, bias, scale)
         if full:  # in place
             project(x.reshape(dirs, -1, x.size(-1)), acts.view(dirs, -1, gates))
         else:
@@ -91,8 +74,8 @@ class LayerPass:
         # where every (step, row) is computed (a full batch) the buffers need no zeros; elsewhere the operator returns
         # them, so what no step writes is zero rather than left over
         fresh = new if full else x.new_zeros
-        masters = fresh(dirs, steps, batch, 2, levels) if save or self.backend != "compiled" else \
-            new(dirs, batch, 2, levels)  # scratch that every compiled step reuses
+        masters = fresh(dirs, steps, batch, 2, levels) if self.steps_impl.keeps_masters(save) else \
+            new(dirs, batch, 2, levels)  # scratch that every step reuses
         if save:  # everything the backward reads
             cells = fresh(dirs, steps + 1, batch, 2, hidden)  # 2 [c^_t, c_{t-1}]: 2 c_t is written to [:, t + 1, :, 1]
             _start_cell(cells[:, 0, :, 1], c_init)
@@ -107,29 +90,7 @@ class LayerPass:
             self.saved = None
         self.cells = cells
 
-        if self.backend == "compiled":
-            d_forget, d_input = fresh(dirs, steps, batch), fresh(dirs, steps, batch)
-            if save:
-                c_prev, c_new, c_hat = cells[:, :-1, :, 1], cells[:, 1:, :, 1], cells[:, :-1, :, 0]
-                extra = (probs.flatten(-2), c_hat, omega, eff.flatten(-2), tanh_c)
-            else:
-                c_prev, c_new, extra = cells[0, :, :, 1], cells[1, :, :, 1], (None,) * 5
-            native.forward_loop(acts, h, masters.flatten(-2), c_prev, c_new, d_forget.unsqueeze(-1),
-                                d_input.unsqueeze(-1), *extra, weight_hh.contiguous(), scale[:, 0].contiguous(),
-                                None if h_init is None else h_init.contiguous(), self.rows_at, self.symmetric,
-                                not save)
-        else:
-            w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
-            if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
-                acts[:, 0].baddbmm_(h_init, w_hh_t)
-            elementwise = steps_torch.forward_steps(self, acts, h, masters)
-            a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
-            for t in range(stop):
-                if t:
-                    a_all[t].baddbmm_(h_prevs[t], w_hh_t)
-                elementwise(t)
-            means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
-            d_forget, d_input = 1.0 - means[..., 1], means[..., 0]
+        d_forget, d_input = self.steps_impl.run_forward(self, acts, h, masters, fresh, weight_hh, scale, h_init)
         if self.valid is not None:
             h.masked_fill_(~self.valid[..., None], 0.0)  # also the rows a run never computed
             keep = self.valid.to(x.dtype)
@@ -175,23 +136,5 @@ class LayerPass:
                 g = g * valid[..., None]
             d_logits_const = torch._softmax_backward_data(g.unsqueeze(-1) * k.sum(1), probs, 4, dtype)
 
-        rows_at = self.rows_at
-        if self.backend == "compiled":
-            acts, masters, probs, cells, tanh_c, eff, omega = saved
-            carry = d_h.new_zeros(dirs, batch, hidden)  # dL/dc, updated in place from step to step
-            if grad_c_last is not None:
-                carry.copy_(grad_c_last)
-            native.backward_loop(d_h, acts, tanh_c, cells[:, :steps].flatten(-2), eff.flatten(-2), omega,
-                                 masters.flatten(-2), probs.flatten(-2),
-                                 None if d_logits_const is None else d_logits_const.flatten(-2), d_pre, carry,
-                                 weight_hh.contiguous(), rows_at, batch if grad_c_last is not None else 0,
-                                 self.symmetric)
-            return d_pre
-        elementwise = steps_torch.backward_steps(self, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
-        d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
-        for t in reversed(range(stop)):
-            if t + 1 < stop:  # the recurrent part of dL/dh_t
-                n, n_next = rows_at[t], rows_at[t + 1]
-                (d_hs[t] if n_next == n else d_hs[t][:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
-            elementwise(t)
+        self.steps_impl.run_backward(self, weight_hh, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
         return d_pre

@@ -1,5 +1,5 @@
 """The ``triton`` back end of the ON-LSTM layer: the time loop of a layer's pass in Triton kernels that split each
-step over many programs (:mod:`.triton_kernels`; how a pass is split and launched: :func:`plan`, :func:`_launch`),
+step over many programs (:mod:`.kernels`; how a pass is split and launched: :func:`plan`, :func:`_launch`),
 forward and backward, in the batch's own layout (no sorting by length, no host read).
 
 Before the loop, the input projection of every step and direction is one batched GEMM; after the backward loop,
@@ -7,7 +7,7 @@ the gradients of ``W_ih``, ``W_hh``, the bias and ``x`` are GEMMs and one reduct
 ``dL/d(pre-activations)``. Runs on CUDA tensors, and on CPU tensors under Triton's interpreter
 (``TRITON_INTERPRET=1`` when Triton is first imported, for tests). float32 only: the kernels accumulate in float32,
 and the layer's inputs come in the weights' dtype (bf16 activations under autocast are cast up by
-:func:`.layer_op.run_layer`). On a GPU the recurrent products use TF32 where PyTorch's switch for recurrent layers
+:func:`onlstm_tasks.encoders.onlstm.layer_op.run_layer`). On a GPU the recurrent products use TF32 where PyTorch's switch for recurrent layers
 allows it (:func:`recurrent_tf32`, the one cuDNN's LSTM follows), full float32 otherwise.
 """
 
@@ -18,14 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-# Tuning constants: chosen so that the sm_90 builds at the shipped sizes (hidden 256, 400, 1150) spill no register
-# (scripts/compile_triton_kernels.py prints registers and spills; a slow test holds them to 0 spills).
-MAX_ROWS = 64  # batch rows per program, at most (a step's product has M = the rows, at least 16 for tl.dot)
-MIN_NEURONS = 16  # neurons per program, at least (tl.dot's N)
-MAX_NEURONS = 128  # neurons per program, at most
-BLOCK_K = 16  # depth of each block of the recurrent product
-LEVEL_VALUES_PER_WARP = 256  # rows x padded levels per warp, at most: the [rows, levels] master-gate tensors
-STAGES = 1  # software-pipelining stages of the product's loop (more spill registers at these tile sizes)
+from ...tuning import BLOCK_K, LEVEL_VALUES_PER_WARP, MAX_NEURONS, MAX_ROWS, MIN_NEURONS, STAGES
 
 
 def interpreted() -> bool:
@@ -33,7 +26,7 @@ def interpreted() -> bool:
     which runs them on CPU tensors."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    from .triton_kernels import onlstm_forward_kernel
+    from .kernels import onlstm_forward_kernel
 
     return isinstance(onlstm_forward_kernel, InterpretedFunction)
 
@@ -53,7 +46,7 @@ def why_not(x: Tensor) -> str | None:
     return None
 
 
-class Saved(NamedTuple):
+class TritonSaved(NamedTuple):
     """What the backward reads besides the layer's inputs and outputs, in the batch's layout."""
 
     acts: Tensor  # [K, B, T, G]: every step's pre-activations
@@ -62,7 +55,7 @@ class Saved(NamedTuple):
 
 class TritonBackend:
     name = "triton"
-    Saved = Saved
+    Saved = TritonSaved
 
     @staticmethod
     def why_not(x: Tensor) -> str | None:
@@ -79,7 +72,7 @@ class TritonBackend:
         return _forward(*layer, save)
 
     @staticmethod
-    def backward(layer, h: Tensor, saved: Saved, grads):
+    def backward(layer, h: Tensor, saved: TritonSaved, grads):
         return _backward(layer, h, saved, grads)
 
 
@@ -160,10 +153,10 @@ def full_rows(lengths: Tensor, steps: int) -> Tensor:
 
 
 def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight_hh: Tensor, h0: Tensor | None,
-             c0: Tensor | None, symmetric: bool, save: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Saved | None]:
+             c0: Tensor | None, symmetric: bool, save: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, TritonSaved | None]:
     """``(h [B, T, K H], forget and input distances [K, B, T], c after the last step [K, B, H] (zeros for a ragged
     batch), what the backward reads or None)``; the arguments as :func:`.layer_op.onlstm_layer`'s."""
-    from .triton_kernels import onlstm_forward_kernel
+    from .kernels import onlstm_forward_kernel
 
     batch, steps, features = x.shape
     dirs, gates, hidden, levels, _ = _sizes(weight_hh)
@@ -186,7 +179,7 @@ def _forward(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight
         _launch(onlstm_forward_kernel, split, args, (batch, steps, cells.size(2)), 2 * steps, x.device)
     last = cells[:, :, steps if save else steps % 2]
     c_last = last * full_rows(lengths, steps)
-    return h_out, forget, inputs, c_last, Saved(acts, cells) if save else None
+    return h_out, forget, inputs, c_last, TritonSaved(acts, cells) if save else None
 
 
 def _launch(kernel, split: Plan, args: tuple, sizes: tuple, units: int, device: torch.device) -> None:
@@ -205,9 +198,9 @@ def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _backward(layer, h: Tensor, saved: Saved, grads) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _backward(layer, h: Tensor, saved: TritonSaved, grads) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The gradients of ``(x, weight_ih, bias, weight_hh)`` from those of the outputs (None: zero)."""
-    from .triton_kernels import onlstm_backward_kernel
+    from .kernels import onlstm_backward_kernel
 
     x, lengths, weight_ih, _, weight_hh, h0, _, symmetric = layer
     acts, cells = saved

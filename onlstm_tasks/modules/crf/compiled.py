@@ -1,8 +1,8 @@
 """The CRF's log-partition on the CPU as one operator: ``torch.ops.onlstm_tasks.crf_log_partition``, the forward and
-backward algorithms in the compiled kernels (``encoders/onlstm/csrc/crf_cpu.cpp``, built at install with the
-ON-LSTM's), each sentence over its own length, one sentence per task on ATen's threads.
+backward algorithms in the compiled kernels (:mod:`onlstm_tasks.native.crf`, built at install with the ON-LSTM's),
+each sentence over its own length, one sentence per task on ATen's threads.
 
-:mod:`.crf_scan`'s log-semiring scan needs ``O(T K^3)`` work against the loop's ``O(T K^2)``: on a GPU that is
+:mod:`.scan`'s log-semiring scan needs ``O(T K^3)`` work against the loop's ``O(T K^2)``: on a GPU that is
 nothing, on a CPU it costs several times pytorch-crf's loop (``scripts/benchmark_crf.py``). This operator is one call
 forward and one backward whatever T, as fast as a hand-written loop gets. Registered with a fake implementation and
 its autograd formula like the ON-LSTM's operator.
@@ -13,22 +13,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from onlstm_tasks.encoders.onlstm import native
-
-
-def usable(emissions: Tensor) -> bool:
-    """Whether the compiled CRF kernels can run: float32 CPU tensors, kernels built (under ``torch.compile`` the CRF
-    takes the scan instead: :func:`onlstm_tasks.modules.crf.partition_function`)."""
-    return native.usable(emissions)
+from onlstm_tasks.native import crf as kernels
 
 
 @torch.library.custom_op("onlstm_tasks::crf_log_partition", mutates_args=())
 def crf_log_partition(emissions: Tensor, lengths: Tensor, start: Tensor, transitions: Tensor,
                       end: Tensor) -> tuple[Tensor, Tensor]:
     """``(log Z [B], log alpha [B, T, K] float64)``: the forward algorithm over each row's ``lengths`` steps."""
-    native.available()  # loads the kernels
-    return torch.ops.onlstm_tasks.cpu_crf_forward(emissions.contiguous(), lengths, start.contiguous(),
-                                                  transitions.contiguous(), end.contiguous())
+    return kernels.forward(emissions, lengths, start, transitions, end)
 
 
 @crf_log_partition.register_fake
@@ -41,10 +33,7 @@ def crf_log_partition_backward(grad_log_z: Tensor, emissions: Tensor, lengths: T
                                transitions: Tensor, end: Tensor, alpha: Tensor,
                                log_z: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The gradients of ``sum(grad_log_z * log Z)`` in emissions, start, transitions and end (the marginals)."""
-    native.available()
-    return torch.ops.onlstm_tasks.cpu_crf_backward(grad_log_z.contiguous(), emissions.contiguous(), lengths,
-                                                   start.contiguous(), transitions.contiguous(), end.contiguous(),
-                                                   alpha, log_z)
+    return kernels.backward(grad_log_z, emissions, lengths, start, transitions, end, alpha, log_z)
 
 
 @crf_log_partition_backward.register_fake
@@ -68,5 +57,6 @@ crf_log_partition.register_autograd(_backward, setup_context=_setup_context)
 
 
 def log_partition(emissions: Tensor, mask: Tensor, start: Tensor, transitions: Tensor, end: Tensor) -> Tensor:
-    """:func:`.crf_scan.log_partition`'s result through the compiled kernels (see :func:`usable`)."""
+    """:func:`.scan.log_partition`'s result through the compiled kernels (float32 CPU tensors, kernels built:
+    :data:`.paths.PATHS` says when)."""
     return crf_log_partition(emissions, mask.sum(1), start, transitions, end)[0]

@@ -2,8 +2,9 @@
 
 A layer's ``K`` directions (one, or two for a bidirectional layer) run side by side on one layout
 (:class:`.batch_plan.BatchPlan`): rows sorted by length, time first, the right-to-left direction reading each row
-reversed within its length. The time loop (:class:`.layer_pass.LayerPass`) runs as C++ kernels (``"compiled"``,
-``csrc/onlstm_cpu.cpp``, float32 on the CPU) or as PyTorch operations (``"torch"``, any device and dtype). The
+reversed within its length. The time loop (:class:`.layer_pass.LayerPass`) runs on one of two steps objects: C++
+kernels (``"compiled"``, :class:`.steps_compiled.CompiledSteps`, float32 on the CPU) or PyTorch operations
+(``"torch"``, :class:`.steps_torch.TorchSteps`, any device and dtype). The
 backward is derived by hand and not differentiable again (no double backward).
 
 Padding: ``batch_sizes[t]`` rows are running at step t. A run of steps is computed on the first ``n`` rows, ``n``
@@ -21,13 +22,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from . import native
-from .batch_plan import BatchPlan
 from .layer_pass import LayerPass
+from .plan import BatchPlan
 from .runs import gather_runs, scatter_runs
 
 
-class Saved(NamedTuple):
+class LoopSaved(NamedTuple):
     """What the loop's backward reads (see :meth:`.layer_pass.LayerPass.forward`), all [K, T, B, ...] in the
     length-sorted, time-major layout."""
 
@@ -42,13 +42,17 @@ class Saved(NamedTuple):
 
 
 class LoopBackend:
-    Saved = Saved
+    """A loop back end over one steps object (``steps``: :class:`.steps_compiled.CompiledSteps` or
+    :class:`.steps_torch.TorchSteps`), named after it."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    Saved = LoopSaved
+
+    def __init__(self, steps) -> None:
+        self.steps = steps
+        self.name = steps.name
 
     def why_not(self, x: Tensor) -> str | None:
-        return native.why_not(x) if self.name == "compiled" else None
+        return self.steps.why_not(x)
 
     @staticmethod
     def saved_shapes(x: Tensor, weight_hh: Tensor) -> list[tuple]:
@@ -67,13 +71,13 @@ class LoopBackend:
         if h0 is not None and not plan.full:
             raise ValueError("state carry needs a full batch: every row has all T steps")
         if batch == 0 or steps == 0 or plan.batch_sizes[0] == 0:  # nothing to run
-            saved = Saved(*(x.new_zeros(shape) for shape in self.saved_shapes(x, weight_hh))) if save else None
+            saved = LoopSaved(*(x.new_zeros(shape) for shape in self.saved_shapes(x, weight_hh))) if save else None
             c_last = x.new_zeros(dirs, batch, hidden) if c0 is None else c0.clone()
             return (x.new_zeros(batch, steps, dirs * hidden), x.new_zeros(dirs, batch, steps),
                     x.new_zeros(dirs, batch, steps), c_last, saved)
         in_rows, _, out_rows, _, dist_rows, _ = plan.maps(dirs)
         x_layer = x.reshape(batch * steps, -1).index_select(0, in_rows).view(dirs, steps, batch, -1)
-        loop = LayerPass(x_layer.shape, weight_hh, plan.batch_sizes, symmetric, self.name)
+        loop = LayerPass(x_layer.shape, weight_hh, plan.batch_sizes, symmetric, self.steps)
         x_read, h, d_forget, d_input, c_last, buffers = loop.forward(x_layer, weight_ih, bias, weight_hh, save, h0, c0)
         h_out = h.reshape(-1, hidden).index_select(0, out_rows).view(batch, steps, dirs * hidden)
         d_forget = d_forget.reshape(-1).index_select(0, dist_rows).view(dirs, batch, steps)
@@ -81,9 +85,9 @@ class LoopBackend:
         rank = torch.empty_like(plan.order)
         rank[plan.order] = torch.arange(batch, device=x.device)
         c_last = c_last.index_select(1, rank)  # back in the batch's row order
-        return h_out, d_forget, d_input, c_last, Saved(x_read, *buffers) if save else None
+        return h_out, d_forget, d_input, c_last, LoopSaved(x_read, *buffers) if save else None
 
-    def backward(self, layer, h: Tensor, saved: Saved, grads):
+    def backward(self, layer, h: Tensor, saved: LoopSaved, grads):
         """The three big products (``dx``, ``dW_ih``, ``dW_hh``) run over the (step, row) pairs the runs of steps
         computed, gathered first where rows are ragged, so padded positions cost no arithmetic."""
         x, lengths, weight_ih, _, weight_hh, h0, _, symmetric = layer
@@ -94,7 +98,7 @@ class LoopBackend:
         if batch == 0 or steps == 0 or plan.batch_sizes[0] == 0:
             return h.new_zeros(batch, steps, features), torch.zeros_like(weight_ih), h.new_zeros(dirs, gates), \
                 torch.zeros_like(weight_hh)
-        loop = LayerPass((dirs, steps, batch, features), weight_hh, plan.batch_sizes, symmetric, self.name)
+        loop = LayerPass((dirs, steps, batch, features), weight_hh, plan.batch_sizes, symmetric, self.steps)
         _, in_inverse, _, out_inverse, _, dist_inverse = plan.maps(dirs)
 
         def to_layer(t: Tensor | None, n: int) -> Tensor | None:  # the inverse of the output gathers
@@ -116,7 +120,7 @@ class LoopBackend:
             d_flat, x_flat = d_pre.view(dirs, -1, gates), x_read.reshape(dirs, -1, features)
         else:
             d_flat, x_flat = gather_runs(d_pre, runs), gather_runs(x_read, runs)
-        matmul = self._products()
+        matmul = self.steps.matmul
         d_x_flat = matmul(d_flat, weight_ih)
         d_x_layer = d_x_flat.view(dirs, steps, batch, features) if full else \
             scatter_runs(d_x_flat, runs, x_read.new_zeros(x_read.shape))
@@ -132,16 +136,3 @@ class LoopBackend:
         for k in range(1, dirs):
             d_x += d_x_layer[k].reshape(-1, features).index_select(0, in_inverse[k])
         return d_x.view(batch, steps, features), d_weight_ih, d_bias, d_weight_hh
-
-    def _products(self):
-        """``matmul(a, b)`` ([K, M, depth] x [K, depth, N]) for the backward's large products: ``torch.bmm``, or on
-        the compiled back end for N at least :data:`.native.WIDE` the compiled product (``a``'s rows made
-        contiguous first where it is a transposed view)."""
-        compiled = self.name == "compiled"
-
-        def matmul(a: Tensor, b: Tensor) -> Tensor:
-            if not compiled or b.size(-1) < native.WIDE:
-                return torch.bmm(a, b)
-            return native.product(a.new_zeros(a.size(0), a.size(1), b.size(-1)), a.contiguous(), b)
-
-        return matmul

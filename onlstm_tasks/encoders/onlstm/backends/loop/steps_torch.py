@@ -1,16 +1,17 @@
-"""The PyTorch back end of an ON-LSTM layer pass: each step's element-wise work as whole-batch tensor operations.
+"""The ``torch`` steps of an ON-LSTM layer pass (:class:`TorchSteps`): a Python loop over the steps, each step's
+recurrent product a ``baddbmm`` and its element-wise work whole-batch tensor operations.
 
-It computes the update of :mod:`.equations` in its regrouped form, in the conventions (gate layout, doubled cell
-state, negated input/forget rows) described there; the compiled loop (``csrc/onlstm_cpu.cpp``, through
-:mod:`.native`) reads and writes the same buffers. This one runs anywhere: any
-device and dtype (float64 among them), machines where the C++ kernels were not built, GPUs without Triton.
+It computes the update of :mod:`...equations` in its regrouped form, in the conventions (gate layout, doubled cell
+state, negated input/forget rows) described there; the compiled steps (:mod:`.steps_compiled`) read and write the
+same buffers. These run anywhere: any device and dtype (float64 among them), machines where the C++ kernels were
+not built, GPUs without Triton.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .equations import gate_rows
+from ...equations import gate_rows
 from .runs import PassLayout, alternating, pair_first, per_step, scratch_views
 
 
@@ -136,3 +137,56 @@ def backward_steps(layer: PassLayout, saved, d_h, d_pre, d_logits_const, k, grad
             torch.add(d_logits, d_logits_const[t], out=d_master_logits[t])
 
     return step
+
+
+class TorchSteps:
+    """The time loop of a pass as PyTorch operations (see :class:`.steps_compiled.CompiledSteps` for the interface)."""
+
+    name = "torch"
+
+    @staticmethod
+    def why_not(x: torch.Tensor) -> str | None:
+        return None
+
+    @staticmethod
+    def keeps_masters(save: bool) -> bool:
+        return True  # every step's master gates: the distances are their means
+
+    @staticmethod
+    def projection(weight_ih, bias, scale):
+        w_ih_t = (weight_ih * scale).transpose(1, 2)
+
+        def project(inputs, out):
+            return torch.baddbmm(bias, inputs, w_ih_t, out=out)
+
+        return project
+
+    @staticmethod
+    def run_forward(layer, acts, h, masters, fresh, weight_hh, scale, h_init):
+        seg, stop = layer.segments, layer.stop
+        w_hh_t = (weight_hh * scale).transpose(1, 2)  # [K, H, G]
+        if h_init is not None:  # step 0's recurrent term (the loop skips it: zero from a zero state)
+            acts[:, 0].baddbmm_(h_init, w_hh_t)
+        elementwise = forward_steps(layer, acts, h, masters)
+        a_all, h_prevs = per_step(acts, seg), per_step(h, seg, offset=-1)
+        for t in range(stop):
+            if t:
+                a_all[t].baddbmm_(h_prevs[t], w_hh_t)
+            elementwise(t)
+        means = masters.mean(-1)  # [K, T, B, 2]: mean i~, mean f~
+        return 1.0 - means[..., 1], means[..., 0]
+
+    @staticmethod
+    def run_backward(layer, weight_hh, saved, d_h, d_pre, d_logits_const, k, grad_c_last):
+        seg, stop, rows_at = layer.segments, layer.stop, layer.rows_at
+        elementwise = backward_steps(layer, saved, d_h, d_pre, d_logits_const, k, grad_c_last)
+        d_hs, d_pres = per_step(d_h, seg), per_step(d_pre, seg)
+        for t in reversed(range(stop)):
+            if t + 1 < stop:  # the recurrent part of dL/dh_t
+                n, n_next = rows_at[t], rows_at[t + 1]
+                (d_hs[t] if n_next == n else d_hs[t][:, :n_next]).baddbmm_(d_pres[t + 1], weight_hh)
+            elementwise(t)
+
+    @staticmethod
+    def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(a, b)

@@ -1,9 +1,11 @@
-"""The batch layout of the layer operator's time loop (:mod:`.layer_op`): sorted rows, time first, the right-to-left
+"""The batch layout of the layer operator's time loop (:mod:`onlstm_tasks.encoders.onlstm.layer_op`): sorted rows, time first, the right-to-left
 direction reversed within each row's length, and the index maps that go there and back."""
 
 from __future__ import annotations
 
 import torch
+
+from ...tuning import FULL_MAPS_KEPT
 
 
 class BatchPlan:
@@ -59,7 +61,7 @@ class BatchPlan:
                 distances.reshape(-1), _inverse(distances.reshape(1, -1)),
             )
             if full_key is not None:
-                if len(_FULL_MAPS) >= 64:  # a few shapes recur (fixed windows, padded buckets); forget the rest
+                if len(_FULL_MAPS) >= FULL_MAPS_KEPT:  # a few shapes recur (fixed windows, padded buckets); forget the rest
                     _FULL_MAPS.clear()
                 _FULL_MAPS[full_key] = self._maps[dirs]
         return self._maps[dirs]

@@ -1,5 +1,6 @@
 """DropConnect on weight matrices (AWD-LSTM style), for the ON-LSTM and the library LSTM/GRU: the masks' random
-lanes and the two back ends that apply them (the compiled kernels through :mod:`.native`, or PyTorch operations)."""
+lanes and the two ways to apply them (the compiled kernels of :mod:`onlstm_tasks.native.onlstm`, or PyTorch
+operations)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from collections.abc import Sequence
 
 import torch
 
-from . import native
+from onlstm_tasks import native
+from onlstm_tasks.native import onlstm as kernels
 
 
-def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool, backend: str = "auto") -> list[torch.Tensor]:
+def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool, native_ops: bool = True) -> list[torch.Tensor]:
     """DropConnect on weight matrices: one independent mask per matrix and call (so per forward pass), inverted
     scaling.
 
@@ -22,7 +24,8 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool, back
     The masks are drawn as :func:`random_lanes` (``torch.manual_seed`` reproduces them) and
     applied by one of two back ends, which give bit-identical results from the same lanes:
 
-    - float32 on the CPU with the compiled kernels built (:mod:`.native`) and ``backend`` not ``"torch"``, outside
+    - float32 on the CPU with the compiled kernels built (:mod:`onlstm_tasks.native`) and ``native_ops`` (the
+      ON-LSTM passes its back end's :func:`~onlstm_tasks.encoders.onlstm.registry.allows_native_ops`), outside
       ``torch.compile``: one pass per matrix reads its lanes
       and writes the masked weights, and the backward reads the same lanes to mask the gradient: no mask is
       materialised. With the lanes' generator, forward plus backward take a third (one thread) to a half (two
@@ -34,7 +37,7 @@ def drop_connect(weights: Sequence[torch.Tensor], p: float, training: bool, back
         return weights
     threshold, scale = keep_threshold(1.0 - p)
     sizes = [w.numel() for w in weights]
-    compiled = backend != "torch" and not torch.compiler.is_compiling() and all(native.usable(w) for w in weights)
+    compiled = native_ops and not torch.compiler.is_compiling() and all(native.usable(w) for w in weights)
     lanes = random_lanes(sum(sizes), weights[0].device, compiled).split(sizes)
     apply = _CompiledDropConnect.apply if compiled else _masked
     return [apply(w, lane, threshold, scale) for w, lane in zip(weights, lanes)]
@@ -63,8 +66,8 @@ def random_lanes(n: int, device: torch.device | str | None = None, compiled: boo
     """``n`` int16 values whose low 15 bits are uniform and independent, on ``device``, drawn from or seeded by
     torch's generator (so ``torch.manual_seed`` reproduces them).
 
-    With ``compiled`` (None: whenever the compiled kernels can run on ``device``, :mod:`.native`): the two 16-bit halves of 32-bit words from sixteen
-    xoshiro128++ generators side by side, whose 128-bit states torch's generator draws afresh at every call (64
+    With ``compiled`` (None: whenever the compiled kernels can run on ``device``, :mod:`onlstm_tasks.native`): the
+    two 16-bit halves of 32-bit words from sixteen xoshiro128++ generators side by side, whose 128-bit states torch's generator draws afresh at every call (64
     words): 0.04 ms for a 1088 x 256 matrix, against 0.29 ms for the words of torch's own CPU generator below (an
     mt19937), which was the largest part of DropConnect's cost. Elsewhere: the four 16-bit lanes of each word of
     ``random_`` on int64 (uniform on [0, 2^63), so the top lane's sign bit is always 0), a quarter of the random words
@@ -73,22 +76,22 @@ def random_lanes(n: int, device: torch.device | str | None = None, compiled: boo
     if compiled is None:
         compiled = native.usable(torch.empty(0, device=device))
     if compiled:
-        state = torch.randint(-2**31, 2**31, (4 * native.STREAMS,), dtype=torch.int32)
-        return native.random_words((n + 1) // 2, state).view(torch.int16)[:n]
+        state = torch.randint(-2**31, 2**31, (4 * kernels.STREAMS,), dtype=torch.int32)
+        return kernels.random_words((n + 1) // 2, state).view(torch.int16)[:n]
     return torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_().view(torch.int16)[:n]
 
 
 class _CompiledDropConnect(torch.autograd.Function):
-    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.native.masked`);
+    """``(weight, lanes, threshold, scale) -> weight * mask`` in one compiled pass (:func:`.kernels.masked`);
     the backward masks the gradient with the same lanes."""
 
     @staticmethod
     def forward(ctx, weight, lanes, threshold, scale):
         ctx.save_for_backward(lanes)
         ctx.mask_args = (threshold, scale)
-        return native.masked(weight, lanes, threshold, scale)
+        return kernels.masked(weight, lanes, threshold, scale)
 
     @staticmethod
     def backward(ctx, grad):
         (lanes,) = ctx.saved_tensors
-        return native.masked(grad, lanes, *ctx.mask_args), None, None, None
+        return kernels.masked(grad, lanes, *ctx.mask_args), None, None, None

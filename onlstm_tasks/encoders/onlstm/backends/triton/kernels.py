@@ -1,5 +1,5 @@
 """The ON-LSTM layer's time loop as Triton kernels that split every step over many programs, forward and backward
-(imported only where the ``triton`` back end runs: :mod:`.backend_triton` launches them).
+(imported only where the ``triton`` back end runs: :mod:`.launcher` launches them).
 
 The grid is ``(directions, level blocks, batch tiles)``. A program owns ``LB`` whole levels of a direction, that is
 the ``LB * C`` neurons of those levels (all four of their gate rows), for a tile of ``BB`` batch rows (all the rows

@@ -1,8 +1,8 @@
 """Runs of steps: how a layer pass walks a padded, length-sorted batch, and the views its time loop reads.
 
-The lowest module of the layer pass: :mod:`.layer_pass` (the pass) and both element-wise back ends
-(:mod:`.steps_torch`, the compiled one bound in :mod:`.layer_pass`) import it, and it imports neither. See "Padding"
-in :mod:`.backend_loop` for why a run of steps is computed on a fixed number of rows.
+The lowest module of the layer pass: :mod:`.layer_pass` (the pass) and the PyTorch steps
+(:mod:`.steps_torch`) import it, and it imports neither. See "Padding"
+in :mod:`.backend` for why a run of steps is computed on a fixed number of rows.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
+
+from ...tuning import SHRINK
 
 
 class PassLayout(Protocol):
@@ -25,12 +27,11 @@ class PassLayout(Protocol):
     stop: int  # steps with a running row
 
 
-SHRINK = 0.75
 
 
 def step_runs(batch_sizes: list[int]) -> list[tuple[int, int, int]]:
     """Runs of steps ``(rows, start, stop)`` computed on the first ``rows`` rows (see "Padding" in
-    :mod:`.backend_loop`)."""
+    :mod:`.backend`)."""
     segments: list[list[int]] = []
     for t, n in enumerate(batch_sizes):
         if n == 0:
