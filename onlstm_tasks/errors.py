@@ -2,7 +2,7 @@
 
 :class:`DataFormatError` is raised by the data readers (``onlstm_tasks.data``) and by the tree readers
 (``onlstm_tasks.trees``: PTB brackets, parser JSON) alike, so it lives here, below both; the old path
-``onlstm_tasks.data.examples.DataFormatError`` re-exports it.
+``onlstm_tasks.data.core.examples.DataFormatError`` re-exports it.
 """
 
 from __future__ import annotations

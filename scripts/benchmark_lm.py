@@ -40,8 +40,8 @@ from benchmark_encoders import machine  # noqa: E402
 
 def build(config: str, overrides: list[str]):
     """The configured model, data module and trainer settings, as ``onlstm-tasks fit`` builds them."""
-    from onlstm_tasks.package_logs import show_package_logs
-    from onlstm_tasks.lightning_cli import TasksCLI
+    from onlstm_tasks.cli.package_logs import show_package_logs
+    from onlstm_tasks.cli.lightning_cli import TasksCLI
 
     show_package_logs()  # the vocabulary counts
     sys.argv[1:] = []  # LightningCLI reads them too: the script's own options are not the CLI's

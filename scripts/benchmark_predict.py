@@ -33,8 +33,8 @@ BATCH_SIZES = (1, 32, 256)
 
 def read_validation(data: str, count: int) -> tuple[list[list[str]], list[str]]:
     """The first ``count`` validation sentences and the IOB2 tag set of the whole validation split."""
-    from onlstm_tasks.data.ner import scheme_labels
-    from onlstm_tasks.data.readers import load_ner_splits
+    from onlstm_tasks.data.ner.module import scheme_labels
+    from onlstm_tasks.data.ner.readers import load_ner_splits
 
     examples = load_ner_splits(data, data_dir="english_v12", format="ontonotes")["validation"]
     types = {tag[2:] for ex in examples for tag in ex.tags if tag != "O"}
@@ -45,8 +45,8 @@ def run(name: str, batch_size: int, sentences: list[list[str]], labels: list[str
     import torch
 
     from onlstm_tasks.api import Tagger
-    from onlstm_tasks.data.examples import Example
-    from onlstm_tasks.data.features import WordNormalizer, build_vocabularies
+    from onlstm_tasks.data.core.examples import Example
+    from onlstm_tasks.data.core.features import WordNormalizer, build_vocabularies
     from onlstm_tasks.tasks.hub import build_task_model
     from onlstm_tasks.tasks.ner import NERTagger
 

@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    from onlstm_tasks.data.ner import NERDataModule
+    from onlstm_tasks.data.ner.module import NERDataModule
     from onlstm_tasks.tasks.hub import build_task_model
     from onlstm_tasks.tasks.ner import NERTagger
 

@@ -19,7 +19,7 @@ import warnings
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from onlstm_tasks.lightning_cli import TasksCLI
+from onlstm_tasks.cli.lightning_cli import TasksCLI
 
 
 class SyncWarnings(Callback):

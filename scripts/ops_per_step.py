@@ -11,7 +11,7 @@ is nearest ``--length`` (default 40), then counts:
 
 - the PyTorch profiler: *leaf ATen operations*, those with no ATen operation inside them, leaving out views and
   other metadata-only operations (:data:`METADATA_ONLY`); per phase;
-- :func:`onlstm_tasks.host_reads.count_host_reads`: reads of a tensor's values by the host (``.item()``,
+- :func:`helpers.host_reads.count_host_reads` (``tests/helpers``): reads of a tensor's values by the host (``.item()``,
   ``bool()``, ``.tolist()``, ...), the operations that make a GPU step wait.
 
 The first step warms up (lazy initialisations); the figures are the last of ``--steps`` steps.
@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # helpers.host_reads: the host-read counter the tests use
 KIT = REPO.parent / "shared" / "data" / "conll2012_ontonotesv5"
 
 # operations that only make a new view of or metadata for existing memory (or allocate without writing)
@@ -57,7 +58,7 @@ def leaf_operations(prof) -> collections.Counter:
 
 
 def build(config: str, data: str | None, length: int = 40, extra: list[str] = ()):
-    from onlstm_tasks.lightning_cli import TasksCLI
+    from onlstm_tasks.cli.lightning_cli import TasksCLI
 
     args = ["--config", config, "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
             "--trainer.callbacks", "[]", "--trainer.accelerator", "cpu", "--trainer.devices", "1"]
@@ -85,7 +86,7 @@ def one_step(model, optimizer, batch, phase):
 
 
 def main() -> None:
-    from onlstm_tasks.host_reads import count_host_reads
+    from helpers.host_reads import count_host_reads
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default=str(REPO / "configs" / "ner" / "ontonotes_onlstm_crf.yaml"))

@@ -2,7 +2,7 @@
 
 The corpus is plain UTF-8 text, one tokenised sentence per line, tokens separated by spaces (for example
 ``../shared/data/unlabelled_en/train.txt``, 5.3M tokens). Every token is normalised exactly as the data modules
-normalise words before looking them up (``onlstm_tasks.data.features.WordNormalizer``: digits -> ``0`` by
+normalise words before looking them up (``onlstm_tasks.data.core.features.WordNormalizer``: digits -> ``0`` by
 default, ``--lowercase`` to lowercase), so the words of the vectors file are the words the embedder looks up.
 Keep the two settings equal to the data module's ``lowercase`` / ``normalize_digits``.
 
@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from onlstm_tasks.data.features import WordNormalizer
+from onlstm_tasks.data.core.features import WordNormalizer
 
 log = logging.getLogger("train_vectors")
 

@@ -17,8 +17,8 @@ import logging
 
 import torch
 
-from onlstm_tasks.data.ner import NERDataModule
-from onlstm_tasks.data.vector_file import iter_vector_lines
+from onlstm_tasks.data.ner.module import NERDataModule
+from onlstm_tasks.data.core.vector_file import iter_vector_lines
 from onlstm_tasks.embedders.pretrained import copy_pretrained_rows
 
 

@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from onlstm_tasks.classification_report import format_report, per_class_scores
+from onlstm_tasks.metrics.classification_report import format_report, per_class_scores
 
 LABELS = ["negative", "neutral", "positive", "conflict"]
 # rows gold, columns predicted; "conflict" never occurs and is never predicted

@@ -1,4 +1,4 @@
-"""One task registry (``onlstm_tasks.task_registry``): a task declared there alone is found by the CLI's help, the
+"""One task registry (``onlstm_tasks.tasks.registry``): a task declared there alone is found by the CLI's help, the
 API's ``load`` (its predictor) and the model card."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from huggingface_hub import ModelCardData
 
-from onlstm_tasks.task_registry import TASKS, Task, import_class, task_named
+from onlstm_tasks.tasks.registry import TASKS, Task, import_class, task_named
 
 TOY = Task(model=f"{__name__}.ToyModel", name="toy", article="a", summary="a toy task for the registry test",
            predictor=f"{__name__}.ToyPredictor", card="toy classification of toy sentences",

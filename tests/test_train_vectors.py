@@ -13,8 +13,8 @@ import torch
 pytest.importorskip("gensim", reason="gensim is not installed (pip install -e '.[vectors]')")
 
 from helpers.scripts import SCRIPTS, load_script  # noqa: E402
-from onlstm_tasks.data.features import WordNormalizer  # noqa: E402
-from onlstm_tasks.data.vocab import PAD, UNK  # noqa: E402
+from onlstm_tasks.data.core.features import WordNormalizer  # noqa: E402
+from onlstm_tasks.data.core.vocab import PAD, UNK  # noqa: E402
 from onlstm_tasks.embedders.word import WordEmbedding  # noqa: E402
 
 tv = load_script("train_vectors")

@@ -8,7 +8,7 @@ import torch
 from huggingface_hub import snapshot_download
 
 from onlstm_tasks.api.predictors import Predictor
-from onlstm_tasks.task_registry import TASKS, import_class
+from onlstm_tasks.tasks.registry import TASKS, import_class
 from onlstm_tasks.tasks.loading import load_for_export, load_pretrained
 
 
@@ -35,7 +35,7 @@ def load(source: str | Path, device: str | torch.device = "cpu", revision: str |
 
 def predictor_for(model) -> Predictor:
     """The predictor of a task model (its data-module settings from ``model.pretrained_info``, when loaded)."""
-    for task in TASKS.values():  # the registered tasks (onlstm_tasks.task_registry)
+    for task in TASKS.values():  # the registered tasks (onlstm_tasks.tasks.registry)
         if isinstance(model, import_class(task.model)):
             return import_class(task.predictor)(model, (model.pretrained_info or {}).get("data"))
     raise TypeError(f"no predictor for {type(model).__name__}; expected a model of one of "

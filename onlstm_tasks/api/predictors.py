@@ -19,13 +19,13 @@ from lightning.fabric.utilities.apply_func import move_data_to_device
 from tqdm.auto import tqdm
 
 from onlstm_tasks.callbacks.records import prediction_records
-from onlstm_tasks.data.absa import AspectSentimentDataModule, add_aspect_row
-from onlstm_tasks.data.absa_readers.aspects import AspectCollector
-from onlstm_tasks.data.common import word_options
-from onlstm_tasks.data.examples import Example
-from onlstm_tasks.data.lm import LanguageModelDataModule
-from onlstm_tasks.data.ner import NERDataModule, prediction_example
-from onlstm_tasks.data.vocab import Vocabulary
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule, add_aspect_row
+from onlstm_tasks.data.absa.readers.aspects import AspectCollector
+from onlstm_tasks.data.core.common import word_options
+from onlstm_tasks.data.core.examples import Example
+from onlstm_tasks.data.lm.module import LanguageModelDataModule
+from onlstm_tasks.data.ner.module import NERDataModule, prediction_example
+from onlstm_tasks.data.core.vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.data.core.checkpoint_file import read_checkpoint_file
 from onlstm_tasks.errors import ConfigError
 
 from . import csv_history

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 
 
 class TokenEmbedder(nn.Module):

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 
 

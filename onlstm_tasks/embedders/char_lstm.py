@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 
 

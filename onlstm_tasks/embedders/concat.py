@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 
 

@@ -1,4 +1,4 @@
-"""Pretrained word vectors (GloVe or word2vec *text* format, read by :mod:`onlstm_tasks.data.vector_file`) copied
+"""Pretrained word vectors (GloVe or word2vec *text* format, read by :mod:`onlstm_tasks.data.core.vector_file`) copied
 into the rows of an embedding matrix."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from onlstm_tasks.data.vector_file import iter_vector_lines, parse_values
-from onlstm_tasks.data.vocab import PAD, UNK
+from onlstm_tasks.data.core.vector_file import iter_vector_lines, parse_values
+from onlstm_tasks.data.core.vocab import PAD, UNK
 
 
 def copy_pretrained_rows(

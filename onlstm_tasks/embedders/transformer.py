@@ -8,7 +8,7 @@ from typing import Literal
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.vocab import PAD, UNK
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.core.vocab import PAD, UNK
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 from onlstm_tasks.embedders.pretrained import copy_pretrained_rows
 

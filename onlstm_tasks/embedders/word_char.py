@@ -7,7 +7,7 @@ from typing import Literal
 
 import torch
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.embedders.char_cnn import CharCNN
 from onlstm_tasks.embedders.char_lstm import CharLSTM

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from onlstm_tasks.data.batching import IGNORE, TokenBatch
+from onlstm_tasks.data.core.batching import IGNORE, TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder, zero_padding
 from onlstm_tasks.encoders.base import EncoderFactory, EncoderOutput
 from onlstm_tasks.encoders.dropout import check_probability, locked_dropout

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from onlstm_tasks.data.batching import IGNORE
+from onlstm_tasks.data.core.batching import IGNORE
 
 SOFTMAXES = ("full", "adaptive")
 DEFAULT_CUTOFFS = (2000, 10000)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, encode
 from onlstm_tasks.modules.crf import CRF

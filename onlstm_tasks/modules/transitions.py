@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from onlstm_tasks.data.tags import parse_label
+from onlstm_tasks.data.core.tags import parse_label
 
 __all__ = ["allowed_transitions", "parse_label"]  # parse_label: the one tag parser, in data.tags
 

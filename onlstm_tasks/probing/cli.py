@@ -248,7 +248,7 @@ def _note_empty_gold(result: dict) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> None:
-    from onlstm_tasks.data.tokenize import tokenize
+    from onlstm_tasks.data.core.tokenize import tokenize
     from onlstm_tasks.probing.loading import load_probe
     from onlstm_tasks.probing.plots import _pyplot, plot_master_gates
     from onlstm_tasks.trees.induce import tree_to_brackets

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from onlstm_tasks.data.common import word_options
+from onlstm_tasks.data.core.common import word_options
 from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.tasks.loading import _load_model, read_checkpoint
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from onlstm_tasks.data.features import WordNormalizer
+from onlstm_tasks.data.core.features import WordNormalizer
 from onlstm_tasks.probing.master_gates import MasterGates, master_gates
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
 from onlstm_tasks.encoders.onlstm import ONLSTM

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import lightning.pytorch as pl
 import torch
 
-from onlstm_tasks.data.common import word_options
+from onlstm_tasks.data.core.common import word_options
 from onlstm_tasks.probing.probe import EncoderProbe
 from onlstm_tasks.probing.scoring import read_ontonotes_gold, read_ptb_gold, score_distances
 from onlstm_tasks.tasks.gathered import log_gathered

@@ -10,11 +10,11 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
-from onlstm_tasks.classification_report import format_report
+from onlstm_tasks.metrics.classification_report import format_report
 from onlstm_tasks.embedders.base import EmbedderFactory, TokenEmbedder
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import SequenceEncoder
-from onlstm_tasks.modules.aspect_classifier import AspectClassifier
+from onlstm_tasks.modules.aspect_net import AspectSentimentNet
 from onlstm_tasks.modules.aspect_heads import AspectHead, AspectPoolingHead
 from onlstm_tasks.tasks.lm_init import init_from_language_model
 from onlstm_tasks.tasks.task_model import TaskModel
@@ -67,7 +67,7 @@ class AspectSentimentClassifier(TaskModel):
         self.save_hyperparameters()
         self.labels = list(labels)
         embedder = (embedder or default_embedder)(word_vocab, char_vocab)
-        self.net = AspectClassifier(embedder, (head or AspectPoolingHead)(embedder.output_size), len(labels),
+        self.net = AspectSentimentNet(embedder, (head or AspectPoolingHead)(embedder.output_size), len(labels),
                                     dropout=dropout)
         self.attach(lm_trees, optimizer, lr_scheduler)
         n = len(labels)

@@ -25,11 +25,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
-from onlstm_tasks.data.common import word_options
-from onlstm_tasks.data.features import TokenEncoder, WordNormalizer
-from onlstm_tasks.data.vocab import Vocabulary
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.core.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.data.core.common import word_options
+from onlstm_tasks.data.core.features import TokenEncoder, WordNormalizer
+from onlstm_tasks.data.core.vocab import Vocabulary
 from onlstm_tasks.encoders.base import EncoderOutput
 from onlstm_tasks.errors import CheckpointError, ConfigError
 from onlstm_tasks.tasks.hub import build_task_model, plain_init_args

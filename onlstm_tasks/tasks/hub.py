@@ -27,15 +27,15 @@ from lightning.pytorch.core.mixins.hparams_mixin import _given_hyperparameters_c
 from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_model
 
-from onlstm_tasks.config_help import DATA_FACTS
 from onlstm_tasks.tasks.model_card import model_card
+from onlstm_tasks.tasks.registry import DATA_FACTS
 
 log = logging.getLogger(__name__)
 
 FORMAT = "onlstm-tasks/1"
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
-# DATA_FACTS (config_help): kept as JSON files beside config.json
+# DATA_FACTS (tasks.registry): kept as JSON files beside config.json
 ALLOWED_CLASS_PREFIXES = ("onlstm_tasks.", "torch.optim.")  # classes a config.json may name (models, optimisers)
 INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"  # as LightningCLI saves it: load_from_checkpoint works
 

@@ -9,8 +9,8 @@ import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
 
-from onlstm_tasks.data.batching import IGNORE
-from onlstm_tasks.data.vocab import DEFAULT_CHAR_VOCAB, EOS
+from onlstm_tasks.data.core.batching import IGNORE
+from onlstm_tasks.data.core.vocab import DEFAULT_CHAR_VOCAB, EOS
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.encoders.base import (
     DIRECTION_COMBINATIONS,

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from onlstm_tasks.data.batching import TokenBatch
+from onlstm_tasks.data.core.batching import TokenBatch
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.tasks.frozen_lm import FrozenLanguageModel, read_lm_config, saved_lm_config
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
-from onlstm_tasks.data.common import word_options
-from onlstm_tasks.data.features import WordNormalizer
-from onlstm_tasks.data.vocab import PAD
+from onlstm_tasks.data.core.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.data.core.common import word_options
+from onlstm_tasks.data.core.features import WordNormalizer
+from onlstm_tasks.data.core.vocab import PAD
 from onlstm_tasks.embedders.word import WordEmbedding
 from onlstm_tasks.encoders.independent_directions import IndependentDirections
 

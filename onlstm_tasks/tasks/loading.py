@@ -10,8 +10,8 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
-from onlstm_tasks.data.checkpoint_file import read_checkpoint_file
-from onlstm_tasks.task_registry import TASKS, import_class
+from onlstm_tasks.data.core.checkpoint_file import read_checkpoint_file
+from onlstm_tasks.tasks.registry import TASKS, import_class
 from onlstm_tasks.tasks.absa import AspectSentimentClassifier
 from onlstm_tasks.tasks.hub import (
     DATA_FACTS,
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def task_model_class(hparams: dict) -> type[pl.LightningModule]:
     """The class a checkpoint's hyper-parameters belong to: their ``_class_path`` (written by LightningCLI; one of
-    :data:`~onlstm_tasks.task_registry.TASKS`), else guessed from the constructor arguments of a checkpoint
+    :data:`~onlstm_tasks.tasks.registry.TASKS`), else guessed from the constructor arguments of a checkpoint
     written before LightningCLI saved it (``head`` -> aspect sentiment, ``embedding_dim`` -> language model,
     ``encoder`` -> NER)."""
     class_path = hparams.get("_class_path")
@@ -46,7 +46,7 @@ def task_model_class(hparams: dict) -> type[pl.LightningModule]:
 
 
 def task_class(class_path: str, unknown: Exception) -> type[pl.LightningModule]:
-    """The LightningModule of a registered task (:data:`~onlstm_tasks.task_registry.TASKS`); ``unknown`` is raised
+    """The LightningModule of a registered task (:data:`~onlstm_tasks.tasks.registry.TASKS`); ``unknown`` is raised
     for any other class path (nothing of it is imported)."""
     if class_path not in TASKS:
         raise unknown

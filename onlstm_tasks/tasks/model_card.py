@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from huggingface_hub import ModelCard, ModelCardData
 
-from onlstm_tasks.task_registry import task_named
+from onlstm_tasks.tasks.registry import task_named
 
 
 TEMPLATE = """---
@@ -81,7 +81,7 @@ def model_card(config: dict[str, Any], card_data: ModelCardData, **kwargs: Any) 
     """The card of a folder whose ``config.json`` is ``config``; ``card_data`` carries the licence, library and
     tags set on the mixin (a ``license`` keyword overrides it)."""
     name = config["class_path"].rsplit(".", 1)[-1]
-    registered = task_named(name)  # the task's card line and Hub pipeline tag (onlstm_tasks.task_registry)
+    registered = task_named(name)  # the task's card line and Hub pipeline tag (onlstm_tasks.tasks.registry)
     task, pipeline = (registered.card, registered.pipeline_tag) if registered else (name, None)
     data = ModelCardData(**{**card_data.to_dict(), "pipeline_tag": pipeline,
                             **({"license": kwargs["license"]} if kwargs.get("license") else {})})

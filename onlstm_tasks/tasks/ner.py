@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
-from onlstm_tasks.data.tags import convert_scheme, entity_spans
+from onlstm_tasks.data.core.tags import convert_scheme, entity_spans
 from onlstm_tasks.embedders.base import EmbedderFactory
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders.base import EncoderFactory, SequenceEncoder

@@ -16,8 +16,8 @@ from dataclasses import replace
 import torch
 from lightning.fabric.utilities.apply_func import move_data_to_device
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.features import WordNormalizer, words_to_batch
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.core.features import WordNormalizer, words_to_batch
 from onlstm_tasks.embedders.base import TokenEmbedder
 from onlstm_tasks.encoders.base import EncoderOutput, SequenceEncoder, TreeOutput, encode
 from onlstm_tasks.trees.source import HasDistances
@@ -52,7 +52,7 @@ class EncodesWords:
         """Raw token lists (framed by :attr:`sentence_frame`) as the model's token batch, on its device.
 
         ``normalizer``/``max_word_length``: the training data module's (``lowercase``, ``normalize_digits``,
-        ``max_word_length``; see :func:`onlstm_tasks.data.common.word_options_from_checkpoint`).
+        ``max_word_length``; see :func:`onlstm_tasks.data.core.common.word_options_from_checkpoint`).
         """
         lead, trail = self.sentence_frame
         if lead or trail:

@@ -3,7 +3,7 @@
 It holds the distance -> tree algorithms, the tree readers and the tree metrics; it may import only
 :mod:`onlstm_tasks.errors` (and torch and the standard library), never data, encoders, tasks or probing. The
 encoders import it downwards (:class:`TreeSource`, ``DIRECTION_COMBINATIONS``); reading gold trees off data
-Examples is :mod:`onlstm_tasks.data.gold_trees`, and probing a checkpoint (the ``onlstm-trees`` command, gate
+Examples is :mod:`onlstm_tasks.data.core.gold_trees`, and probing a checkpoint (the ``onlstm-trees`` command, gate
 plots) is :mod:`onlstm_tasks.probing`.
 
 * :mod:`.induce`: distances -> binary tree (greedy split), spans, brackets, hard heads, soft heads;

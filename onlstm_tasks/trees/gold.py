@@ -6,8 +6,8 @@ Two sources, one result (1-based heads, 0 = root; :func:`heads_to_tensor` gives 
   (:func:`parse_tree_heads`);
 * the SemEval ``*_depparsed.json`` files -> :func:`read_depparsed_json` and :func:`dependency_tree_heads`.
 
-Reading them off a data :class:`~onlstm_tasks.data.examples.Example` (its ``heads`` column, its ``parse_tree``,
-or a parse of its text) is the data layer's job: :mod:`onlstm_tasks.data.gold_trees` (``example_heads``,
+Reading them off a data :class:`~onlstm_tasks.data.core.examples.Example` (its ``heads`` column, its ``parse_tree``,
+or a parse of its text) is the data layer's job: :mod:`onlstm_tasks.data.core.gold_trees` (``example_heads``,
 ``example_heads_from_parsed``), built on the functions here.
 
 The SemEval JSON
@@ -28,7 +28,7 @@ the relative pronoun's role, which can close a cycle). :func:`dependency_tree_he
 A ``ref`` arc is the only arc of a relative pronoun and so is kept (pronoun -> antecedent). To use the heads with
 another tokenisation of the same text, :func:`token_offsets` locates the PTB tokens in ``sentence`` and
 :func:`project_heads` moves the tree onto the other words
-(:func:`onlstm_tasks.data.gold_trees.example_heads_from_parsed` does both for an Example).
+(:func:`onlstm_tasks.data.core.gold_trees.example_heads_from_parsed` does both for an Example).
 """
 
 from __future__ import annotations

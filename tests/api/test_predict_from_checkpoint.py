@@ -16,9 +16,9 @@ import yaml
 
 from helpers.cli import tiny_ner_config
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.common import data_from_checkpoint, prediction_word_options
-from onlstm_tasks.data.features import TokenEncoder, WordNormalizer, words_to_batch
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.core.common import data_from_checkpoint, prediction_word_options
+from onlstm_tasks.data.core.features import TokenEncoder, WordNormalizer, words_to_batch
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.tasks.ner import NERTagger
 
 EMBEDDING = "net.embedder.embed.parts.0.embedding.weight"  # the word rows of WordCharEmbedder
@@ -155,10 +155,10 @@ def test_prediction_word_options_prefer_the_checkpoint_and_say_so(lowercased, ca
     _, path = lowercased
     saved = data_from_checkpoint(str(path), "an NERTagger").word_options
     configured = (WordNormalizer(), 30)
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.common"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.core.common"):
         assert prediction_word_options(str(path), saved, configured) == saved
         assert prediction_word_options(str(path), None, configured) == configured
-    info, warning = [r for r in caplog.records if r.name == "onlstm_tasks.data.common"]
+    info, warning = [r for r in caplog.records if r.name == "onlstm_tasks.data.core.common"]
     assert info.levelno == logging.INFO and "lowercase=True, normalize_digits=False, max_word_length=5" in \
         info.getMessage() and "the data config says lowercase=False" in info.getMessage()
     assert warning.levelno == logging.WARNING and "has no data-module hyper-parameters" in warning.getMessage()
@@ -180,12 +180,12 @@ def test_predict_data_module_uses_the_checkpoints_word_options(lowercased, tmp_p
 def test_characters_beyond_max_word_length_are_counted_and_logged_words_kept(lowercased, caplog):
     data, _ = lowercased
     sentences = [["Byron-Kingsley", "visited", "Paris"], ["Ada"]]  # two words longer than 5 characters
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.features"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.core.features"):
         batch = words_to_batch(sentences, data.word_vocab, data.char_vocab, WordNormalizer(lowercase=True), 5)
     assert batch.words == sentences  # every word is kept...
     assert batch.word_ids[0].tolist() == expected_ids(data, sentences[0])  # ...with its word id
     assert batch.char_ids.shape[-1] == 5 and (batch.char_ids[0, 0] != 0).all()  # only its characters are cut
-    messages = [r.getMessage() for r in caplog.records if r.name == "onlstm_tasks.data.features"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "onlstm_tasks.data.core.features"]
     assert messages == ["2 sentence(s): 2 word(s) longer than max_word_length=5 characters: their characters beyond "
                         "it are left out of the character features (the words, word ids and tags are kept)"]
 

@@ -68,8 +68,8 @@ def test_ckpt_path_last_without_a_last_checkpoint_names_where_it_looked(tmp_path
 
 
 def test_sampler_resumes_an_epoch_at_a_batch_and_orders_by_epoch_at_first_batch():
-    from onlstm_tasks.data.resumable_loader import ResumableDataLoader
-    from onlstm_tasks.data.sampler import BucketBatchSampler
+    from onlstm_tasks.data.core.resumable_loader import ResumableDataLoader
+    from onlstm_tasks.data.core.sampler import BucketBatchSampler
 
     def sampler():
         return BucketBatchSampler([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8], batch_size=2, shuffle=True, seed=7)

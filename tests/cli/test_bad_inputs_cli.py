@@ -116,7 +116,7 @@ def test_debug_shows_traceback(tmp_path):  # --debug: the project's error propag
 
 
 def test_offline_hub_names_local_copy(capsys, tmp_path, monkeypatch):  # item 7
-    from onlstm_tasks.data import splits
+    from onlstm_tasks.data.core import splits
 
     monkeypatch.setattr(splits, "hub_unreachable", lambda: "huggingface.co: no network")
     code, lines = run(capsys, "fit", *quick(tmp_path, "--data.init_args.path", "ontonotes/conll2012_ontonotesv5",
@@ -136,7 +136,7 @@ def test_bad_jsonl(capsys, tmp_path, content, what):  # item 9
 
 
 def test_short_form_encoder_warns_dropped_keys(caplog, tmp_path):  # item 14
-    from onlstm_tasks.lightning_cli import dropped_init_args, TasksCLI
+    from onlstm_tasks.cli.lightning_cli import dropped_init_args, TasksCLI
 
     cli = TasksCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
                    run=False, args=quick(tmp_path, "--model.init_args.encoder", "LSTM"))

@@ -9,7 +9,7 @@ import torch
 from helpers.paths import FIXTURES as FIXTURE_ROOT
 from helpers.cli import last_metrics, single_and_ddp_test_metrics, tiny_absa_config
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.absa import AspectSentimentDataModule
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
 from onlstm_tasks.sample_data import sample_path
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 

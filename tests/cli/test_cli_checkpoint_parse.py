@@ -11,7 +11,7 @@ import torch
 from helpers.cli import tiny_ner_config
 
 from onlstm_tasks.cli import main
-from onlstm_tasks.lightning_cli import DATA_FACTS
+from onlstm_tasks.cli.lightning_cli import DATA_FACTS
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # (conftest.py)

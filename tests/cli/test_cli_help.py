@@ -10,7 +10,7 @@ import pytest
 
 from helpers.paths import REPO
 from onlstm_tasks.cli import SUBCOMMANDS, main
-from onlstm_tasks.lightning_cli import TasksCLI
+from onlstm_tasks.cli.lightning_cli import TasksCLI
 
 
 def test_help_lists_every_subcommand_with_its_description(capsys):
@@ -98,7 +98,7 @@ def test_every_shipped_config_has_a_help_whose_package_classes_are_all_found(con
     followed), so its options are listed."""
     import yaml
 
-    from onlstm_tasks.config_help import class_nodes, find_class, help_text
+    from onlstm_tasks.cli.config_help import class_nodes, find_class, help_text
 
     for _key, class_path, _init, _depth in class_nodes(yaml.safe_load(config.read_text()), ""):
         if class_path.startswith("onlstm_tasks."):
@@ -116,7 +116,7 @@ def test_every_option_a_user_sets_has_a_description_of_its_own(class_path):
     (a docstring line ``a, b: ...`` used to give both the same text). The data facts the CLI links are left out."""
     from collections import Counter
 
-    from onlstm_tasks.config_help import DATA_FACTS, arguments
+    from onlstm_tasks.cli.config_help import DATA_FACTS, arguments
 
     shown = [a for a in arguments(class_path) if a.name not in DATA_FACTS]
     assert not [a.name for a in shown if not a.doc]

@@ -233,7 +233,7 @@ def test_the_table_covers_forty_mistakes():
 def test_more_cpu_processes_than_cores_are_warned_of(monkeypatch):
     import os
 
-    from onlstm_tasks.config_checks import cpu_processes_beyond_cores
+    from onlstm_tasks.cli.config_checks import cpu_processes_beyond_cores
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -11,7 +11,7 @@ import yaml
 from helpers.paths import REPO
 from helpers.cli import tiny_ner_config
 from onlstm_tasks.cli import main
-from onlstm_tasks.lightning_cli import TasksCLI
+from onlstm_tasks.cli.lightning_cli import TasksCLI
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 
 CONFIGS = sorted((REPO / "configs").rglob("*.yaml"))
@@ -107,7 +107,7 @@ def test_uner_config_writes_predictions_under_runs_uner():
 
 @requires_shared_data
 def test_uner_config_default_data_files_exist_in_the_kit():
-    from onlstm_tasks.data.ner import NERDataModule
+    from onlstm_tasks.data.ner.module import NERDataModule
 
     data = _load("ner/uner_onlstm_crf.yaml")["data"]["init_args"]
     assert data["data_files"] == {"train": "en_ewt-uner-dev.conllx", "test": "en_ewt-uner-test.conllx"}

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from helpers.paths import REPO
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 
 CONFIGS = REPO / "configs" / "ner"
 NAMES = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]

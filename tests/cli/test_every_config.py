@@ -38,7 +38,7 @@ import yaml
 
 from helpers.paths import REPO
 from helpers.lm import write_toy_corpus
-from onlstm_tasks.lightning_cli import TasksCLI
+from onlstm_tasks.cli.lightning_cli import TasksCLI
 from onlstm_tasks.sample_data import sample_path
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 

@@ -13,9 +13,9 @@ import torch
 from helpers.paths import FIXTURES as FIXTURE_ROOT
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 
-from onlstm_tasks.data.absa import AspectBatch, AspectSentimentDataModule, read_aspect_prediction_file
-from onlstm_tasks.data.absa_readers import read_semeval_xml
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.data.absa.module import AspectBatch, AspectSentimentDataModule, read_aspect_prediction_file
+from onlstm_tasks.data.absa.readers import read_semeval_xml
+from onlstm_tasks.data.core.examples import DataFormatError
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Aspect-sentiment readers (onlstm_tasks.data.absa_readers): hand-written fixtures in the three formats, bad
+"""Aspect-sentiment readers (onlstm_tasks.data.absa.readers): hand-written fixtures in the three formats, bad
 inputs, and the shared laptops kit (hub parquet vs organisers' XML)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datasets import ClassLabel, Dataset, Features, Value
 from helpers.paths import FIXTURES as FIXTURE_ROOT
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 
-from onlstm_tasks.data.absa_readers import (
+from onlstm_tasks.data.absa.readers import (
     READERS,
     file_format,
     load_absa_splits,
@@ -23,7 +23,7 @@ from onlstm_tasks.data.absa_readers import (
     read_setfit_rows,
     token_span,
 )
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.data.core.examples import DataFormatError
 
 FIXTURES = FIXTURE_ROOT / "absa"
 BAD = FIXTURES / "bad"
@@ -86,7 +86,7 @@ def test_token_span_exact_and_inside_a_token():
 
 def test_xml_one_example_per_aspect_and_conflict_dropped(caplog):
     path = FIXTURES / "xml" / "Gadgets_Train_v1.xml"
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.absa_readers.semeval_xml"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.absa.readers.semeval_xml"):
         examples, stats = read_semeval_xml(path)
     expected = [a for a in TRAIN_ASPECTS if a[1] != "conflict"]
     assert [(aspect_words(e), e.label, e.sentence_id) for e in examples] == expected
@@ -271,7 +271,7 @@ def test_split_discovery_data_files_and_formats(tmp_path, caplog):
     (tmp_path / "Gadgets_Train_v1_depparsed.json").write_text("[]", encoding="utf-8")  # ignored beside the XML
     for name in ("Gadgets_Train_v1.xml", "Gadgets_Test_Gold.xml"):
         (tmp_path / name).write_bytes((FIXTURES / "xml" / name).read_bytes())
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.absa_readers.splits"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.absa.readers.formats"):
         splits = load_absa_splits(tmp_path)
     assert {k: len(v) for k, v in splits.items()} == {"train": 8, "test": 4}
     assert "ignored 1 file(s) of another format" in caplog.text

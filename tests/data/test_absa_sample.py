@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import REPO
-from onlstm_tasks.data.absa import AspectSentimentDataModule
-from onlstm_tasks.data.absa_readers import read_semeval_xml
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
+from onlstm_tasks.data.absa.readers import read_semeval_xml
 from onlstm_tasks.sample_data import available, sample_path
 
 FILES = {"train": "Gadgets_Train.xml", "test": "Gadgets_Test.xml"}

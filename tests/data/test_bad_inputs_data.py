@@ -17,9 +17,9 @@ import pytest
 import torch
 from helpers.ontonotes_rows import hub_dataset, sentence
 
-from onlstm_tasks.data.absa import AspectSentimentDataModule
-from onlstm_tasks.data.gold_trees import model_reads_gold_trees
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
+from onlstm_tasks.data.core.gold_trees import model_reads_gold_trees
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.source import TreeSource
 

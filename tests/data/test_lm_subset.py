@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.lm import text_data, write_toy_corpus
-from onlstm_tasks.data.lm import LanguageModelDataModule
+from onlstm_tasks.data.lm.module import LanguageModelDataModule
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import torch
 from helpers.paths import FIXTURES
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 
-from onlstm_tasks.data.examples import DataFormatError, Example
-from onlstm_tasks.data.ner import NERDataModule, gold_heads, read_prediction_file, split_long
+from onlstm_tasks.data.core.examples import DataFormatError, Example
+from onlstm_tasks.data.ner.module import NERDataModule, gold_heads, read_prediction_file, split_long
 from onlstm_tasks.sample_data import sample_path
 
 SAMPLE = sample_path("ner")
@@ -461,7 +461,7 @@ def conll2012_data(path=CONLL2012, **options) -> NERDataModule:
 
 
 def test_gold_heads_from_parse_trees_reach_the_batches() -> None:
-    from onlstm_tasks.data.gold_trees import example_heads
+    from onlstm_tasks.data.core.gold_trees import example_heads
     from onlstm_tasks.trees.heads import heads_to_tensor
 
     dm = conll2012_data()

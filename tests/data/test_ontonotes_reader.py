@@ -14,9 +14,9 @@ from datasets import ClassLabel, Dataset, Value
 
 from helpers.ontonotes_rows import BAD_DOCUMENT, BAD_WHERE, GOOD_TREE, NE_NAMES, hub_dataset, hub_features, sentence
 
-from onlstm_tasks.data.examples import DataFormatError
-from onlstm_tasks.data.readers import load_ner_splits, read_ontonotes_rows
-from onlstm_tasks.data.readers.ontonotes import bracket_problem
+from onlstm_tasks.data.core.examples import DataFormatError
+from onlstm_tasks.data.ner.readers import load_ner_splits, read_ontonotes_rows
+from onlstm_tasks.data.ner.readers.ontonotes import bracket_problem
 
 def assert_error(dataset: Dataset, expected: str) -> None:
     with pytest.raises(DataFormatError) as err:

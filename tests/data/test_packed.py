@@ -1,5 +1,5 @@
-"""Batches cut from a split packed into flat tensors (:class:`onlstm_tasks.data.packed.PackedTokens`) equal those
-:func:`onlstm_tasks.data.features.pad_tokens` builds sentence by sentence (the oracle): word ids, character ids,
+"""Batches cut from a split packed into flat tensors (:class:`onlstm_tasks.data.core.packed.PackedTokens`) equal those
+:func:`onlstm_tasks.data.core.features.pad_tokens` builds sentence by sentence (the oracle): word ids, character ids,
 mask, raw words, singleton flags and per-token values, at the same shapes."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 
 import torch
 
-from onlstm_tasks.data.features import pad_tokens
-from onlstm_tasks.data.packed import PackedTokens
+from onlstm_tasks.data.core.features import pad_tokens
+from onlstm_tasks.data.core.packed import PackedTokens
 
 
 def random_split(n: int, seed: int = 0):
@@ -52,7 +52,7 @@ def test_a_split_of_one_sentence_without_characters():
 
 
 def test_packed_heads_equal_heads_to_tensor():
-    from onlstm_tasks.data.packed import padded_heads, tensor_form_heads
+    from onlstm_tasks.data.core.packed import padded_heads, tensor_form_heads
     from onlstm_tasks.trees.heads import heads_to_tensor
 
     trees = [[2, 0, 2], [0], [3, 3, 0, 3, 4]]
@@ -82,7 +82,7 @@ def test_a_tagger_scores_a_batch_padded_to_a_multiple_as_the_plain_one():
     multiple of 8 (length and word width) equals the plain batch's."""
     import functools
 
-    from onlstm_tasks.data.ner import NERDataModule
+    from onlstm_tasks.data.ner.module import NERDataModule
     from onlstm_tasks.embedders.word_char import WordCharEmbedder
     from onlstm_tasks.encoders import ONLSTM
     from onlstm_tasks.sample_data import sample_path

@@ -1,4 +1,4 @@
-"""NER readers (onlstm_tasks.data.readers): hand-written fixtures, bad inputs, and the shared data kit."""
+"""NER readers (onlstm_tasks.data.ner.readers): hand-written fixtures, bad inputs, and the shared data kit."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from datasets import ClassLabel, Dataset, Features, Value
 from helpers.paths import FIXTURES as FIXTURE_ROOT
 from helpers.shared_data import SHARED_DATA, requires_shared_data
 
-from onlstm_tasks.data.examples import DataFormatError
-from onlstm_tasks.data.readers import (
+from onlstm_tasks.data.core.examples import DataFormatError
+from onlstm_tasks.data.ner.readers import (
     DATASET_FORMATS,
     FILE_FORMATS,
     READERS,
@@ -25,7 +25,7 @@ from onlstm_tasks.data.readers import (
     read_ontonotes_rows,
     read_token_rows,
 )
-from onlstm_tasks.data.tags import entity_spans
+from onlstm_tasks.data.core.tags import entity_spans
 
 FIXTURES = FIXTURE_ROOT / "ner"
 
@@ -66,7 +66,7 @@ def test_columns_iob1_with_docstart_lines():
 
 
 def test_columns_iob2_repairs_orphans_and_logs_the_count(caplog):
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.readers.columns"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.ner.readers.columns"):
         examples, stats = read_columns(FIXTURES / "columns_iob2" / "sample.bio", scheme="iob2")
     assert examples[0].tags == ("O", "B-ORG", "I-ORG", "O", "O", "B-LOC", "I-LOC", "O")
     assert examples[1].tags == ("B-PER", "O", "B-PER")
@@ -103,7 +103,7 @@ def test_columns_bad_input(tmp_path, content, line, expected):
 
 
 def test_conll2012_directory(caplog):
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.readers.conll2012"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.ner.readers.conll2012"):
         examples, stats = read_conll2012(FIXTURES / "conll2012")
     by_id = {e.sentence_id: e for e in examples}
     assert list(by_id) == [  # sorted file order: development/ before train/; pt/ excluded
@@ -205,7 +205,7 @@ def test_conll2012_empty_directory(tmp_path):
 
 
 def test_conllx_reads_trees_and_skips_multiword_tokens_and_empty_nodes(caplog):
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.readers.conllx"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.ner.readers.conllx"):
         examples, stats = read_conllx(FIXTURES / "conllx" / "toy-ner-dev.conllx")
     first, second = examples
     assert first.words == ("Lena", "'s", "cat", "sleeps", "in", "Bergen", ".")
@@ -286,7 +286,7 @@ def ontonotes_dataset() -> Dataset:
 
 
 def test_ontonotes_rows(caplog):
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.readers.ontonotes"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.ner.readers.ontonotes"):
         examples, stats = read_ontonotes_rows(ontonotes_dataset(), "toy:train")
     assert [e.sentence_id for e in examples] == ["bn/toy/00/toy_0001/0/0", "bn/toy/00/toy_0001/1/1"]
     first = examples[0]
@@ -370,7 +370,7 @@ def test_load_conll2012_splits_by_folder_and_reader_options():
 
 
 def test_load_conllx_prefers_conllx_over_conllu(caplog):
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.readers.splits"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.ner.readers.formats"):
         splits = load_ner_splits(FIXTURES / "conllx")
     assert {k: len(v) for k, v in splits.items()} == {"validation": 2, "test": 1}
     assert "toy-ud-dev.conllu" in caplog.text  # ignored, and said so
@@ -382,16 +382,16 @@ def test_folder_entries_not_named_after_a_split_are_logged_by_name(tmp_path, cap
     write(tmp_path, "train-and-test.txt", "Ada B-PER\n")  # two split tokens: no split
     (tmp_path / "notes").mkdir()
     (tmp_path / ".cache").mkdir()
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.split_files"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.core.data_files"):
         splits = load_ner_splits(tmp_path, format="columns")
     assert list(splits) == ["train"]
-    messages = [r.getMessage() for r in caplog.records if r.name == "onlstm_tasks.data.split_files"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "onlstm_tasks.data.core.data_files"]
     assert messages == [f"{tmp_path}: ignored 3 not named after a split (train, validation/dev, test): LICENSE.txt, "
                         f"notes, train-and-test.txt; 1 hidden; pass data_files={{split: path}} to use them"]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.split_files"):
+    with caplog.at_level(logging.INFO, logger="onlstm_tasks.data.core.data_files"):
         load_ner_splits(FIXTURES / "columns")  # every entry is a split: nothing to report
-    assert not [r for r in caplog.records if r.name == "onlstm_tasks.data.split_files"]
+    assert not [r for r in caplog.records if r.name == "onlstm_tasks.data.core.data_files"]
 
 
 def test_load_with_data_files():

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from onlstm_tasks.data.sampler import BucketBatchSampler
+from onlstm_tasks.data.core.sampler import BucketBatchSampler
 from onlstm_tasks.sample_data import sample_path
 
 
@@ -31,7 +31,7 @@ def padding(batches: list[list[int]], lengths: list[int]) -> int:
 
 
 def use_world(monkeypatch, world: int, rank: int) -> None:
-    monkeypatch.setattr("onlstm_tasks.data.sampler.process_world", lambda: (world, rank))
+    monkeypatch.setattr("onlstm_tasks.data.core.sampler.process_world", lambda: (world, rank))
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -186,7 +186,7 @@ def test_lightning_reaches_the_epoch_of_the_training_loader() -> None:
     alike."""
     from lightning.fabric.utilities.data import _set_sampler_epoch
 
-    from onlstm_tasks.data.base import bucket_loader
+    from onlstm_tasks.data.core.base import bucket_loader
 
     loader = bucket_loader([3, 5, 2, 7, 4, 6] * 5, 4, shuffle=True, seed=0, collate=lambda ids: ids)
     first = list(loader)

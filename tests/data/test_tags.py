@@ -1,11 +1,11 @@
-"""Tag-scheme conversions, spans and validation (onlstm_tasks.data.tags)."""
+"""Tag-scheme conversions, spans and validation (onlstm_tasks.data.core.tags)."""
 
 from __future__ import annotations
 
 import pytest
 
-from onlstm_tasks.data.examples import DataFormatError
-from onlstm_tasks.data.tags import (
+from onlstm_tasks.data.core.examples import DataFormatError
+from onlstm_tasks.data.core.tags import (
     convert_scheme,
     entity_spans,
     iob1_to_iob2,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from onlstm_tasks.data.tokenize import tokenize
+from onlstm_tasks.data.core.tokenize import tokenize
 
 ALPHABET = list("abcXYZ019 .,;:'’\"-()[]{}!?%$&/\t\n") + ["Dr.", "U.S.", "e.g.", "Mr", "\u00a0", "é", "ß", "中", "😀"]
 

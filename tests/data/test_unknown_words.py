@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.features import WordNormalizer, build_vocabularies, pad_tokens
-from onlstm_tasks.data.examples import Example
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.core.features import WordNormalizer, build_vocabularies, pad_tokens
+from onlstm_tasks.data.core.examples import Example
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word import WordEmbedding
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.sample_data import sample_path

@@ -14,11 +14,11 @@ import yaml
 
 from helpers.cli import tiny_ner_config
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.common import data_from_checkpoint
-from onlstm_tasks.data.features import TokenEncoder, WordNormalizer, extend_with_vectors
-from onlstm_tasks.data.ner import NERDataModule
-from onlstm_tasks.data.vector_file import read_vector_words
-from onlstm_tasks.data.vocab import Vocabulary
+from onlstm_tasks.data.core.common import data_from_checkpoint
+from onlstm_tasks.data.core.features import TokenEncoder, WordNormalizer, extend_with_vectors
+from onlstm_tasks.data.ner.module import NERDataModule
+from onlstm_tasks.data.core.vector_file import read_vector_words
+from onlstm_tasks.data.core.vocab import Vocabulary
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.ner import NERTagger
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 import pytest
 import torch
 
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.vocab import Vocabulary
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.core.vocab import Vocabulary
 from onlstm_tasks.embedders import CharCNN, CharLSTM, ConcatEmbedder, TokenEmbedder, WordEmbedding
 
 SENTENCES = [

@@ -20,8 +20,8 @@ from helpers.model_invariants import (
 )
 
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.ner import NERDataModule, split_long
-from onlstm_tasks.data.readers import read_conllx
+from onlstm_tasks.data.ner.module import NERDataModule, split_long
+from onlstm_tasks.data.ner.readers import read_conllx
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM, DependencyGuidedEncoder, EncoderOutput, TreeEncoder, TreeOutput
 from onlstm_tasks.trees.source import HasDistances
 from onlstm_tasks.encoders.base import combine_directions

@@ -21,7 +21,7 @@ from helpers.onlstm import compare_layer_backends, compare_with_reference, loss_
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm.registry import resolve
 from onlstm_tasks.encoders.onlstm.reference import reference_encode
-from onlstm_tasks.host_reads import count_host_reads
+from helpers.host_reads import count_host_reads
 
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton)")
 pytestmark = pytest.mark.triton
@@ -200,8 +200,8 @@ def test_cuda_bf16_autocast_runs_the_kernel_in_float32():
 
 
 def _synthetic_ner_batch(labels: int, words: int, steps: int, device: str):
-    from onlstm_tasks.data.batching import TokenBatch
-    from onlstm_tasks.data.ner import NERBatch
+    from onlstm_tasks.data.core.batching import TokenBatch
+    from onlstm_tasks.data.ner.module import NERBatch
 
     g = torch.Generator().manual_seed(steps)
     rows = 16

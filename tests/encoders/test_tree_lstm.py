@@ -18,7 +18,7 @@ from helpers.model_invariants import (
 )
 
 from helpers.yaml_build import from_yaml
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM, SequenceEncoder, TreeEncoder, TreeOutput
 from onlstm_tasks.encoders.base import combine_directions

@@ -1,5 +1,5 @@
 """Host reads per training step of a real ``Trainer.fit``: :class:`StepHostReads` counts, with
-:func:`onlstm_tasks.host_reads.count_host_reads`, every read between one training batch's start and the next's (the
+:func:`helpers.host_reads.count_host_reads` (``tests/helpers``), every read between one training batch's start and the next's (the
 step, its backward, the optimiser, every callback, logging and the progress bar), leaving out the data loader's
 fetch (CPU work on CPU tensors before the batch goes to the device: no wait on a GPU) and the intervals that hold a
 validation or an epoch's end (once per validation or epoch, not per step)."""
@@ -11,7 +11,7 @@ import contextlib
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import dataloader
 
-from onlstm_tasks.host_reads import count_host_reads
+from helpers.host_reads import count_host_reads
 
 
 class StepHostReads(Callback):

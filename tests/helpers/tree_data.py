@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 
 TREES = Path(__file__).resolve().parents[1] / "fixtures" / "ner" / "trees"

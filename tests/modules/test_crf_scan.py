@@ -10,7 +10,7 @@ import torch
 import torchcrf
 
 from onlstm_tasks import native
-from onlstm_tasks.host_reads import count_host_reads
+from helpers.host_reads import count_host_reads
 from onlstm_tasks.modules import CRF
 from onlstm_tasks.modules.crf import compiled as crf_cpu
 from onlstm_tasks.modules.crf import scan as crf_scan

@@ -13,9 +13,9 @@ from torch import nn
 from helpers.lm import text_data, tiny_lm_config, write_toy_corpus
 from helpers.cli import last_metrics
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.batching import IGNORE
-from onlstm_tasks.data.features import WordNormalizer
-from onlstm_tasks.data.lm import EOS, LanguageModelDataModule, build_lm_vocabulary
+from onlstm_tasks.data.core.batching import IGNORE
+from onlstm_tasks.data.core.features import WordNormalizer
+from onlstm_tasks.data.lm.module import EOS, LanguageModelDataModule, build_lm_vocabulary
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.modules.lm_softmax import adaptive_softmax, log_probs, position_nll
 from onlstm_tasks.tasks.language_model import LanguageModel

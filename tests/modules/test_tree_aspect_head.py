@@ -19,8 +19,8 @@ from helpers.shared_data import SHARED_DATA, requires_shared_data
 from helpers.yaml_build import from_yaml
 from helpers.aspect_batch import D, LENGTHS, aspect_batch
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.absa import AspectSentimentDataModule
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
+from onlstm_tasks.data.core.examples import DataFormatError
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM, DependencyGuidedEncoder
 from onlstm_tasks.interaction import GCNInteraction

@@ -10,9 +10,9 @@ import pytest
 import torch
 from helpers.model_invariants import save_checkpoint
 
-from onlstm_tasks.data.common import word_options_from_checkpoint
-from onlstm_tasks.data.features import WordNormalizer, words_to_batch
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.core.common import word_options_from_checkpoint
+from onlstm_tasks.data.core.features import WordNormalizer, words_to_batch
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM
 from onlstm_tasks.probing.master_gates import master_gates

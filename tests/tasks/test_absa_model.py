@@ -13,7 +13,7 @@ from helpers.model_invariants import (
     assert_gradients_reach_every_parameter,
 )
 
-from onlstm_tasks.data.absa import AspectSentimentDataModule
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.modules import aspect_heads

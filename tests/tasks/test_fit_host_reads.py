@@ -16,7 +16,7 @@ import pytest
 from helpers.fit_reads import StepHostReads, pause_during_loader_fetch
 from helpers.lm import write_toy_corpus
 from helpers.paths import REPO
-from onlstm_tasks.lightning_cli import TasksCLI
+from onlstm_tasks.cli.lightning_cli import TasksCLI
 from onlstm_tasks.sample_data import sample_path
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -15,9 +15,9 @@ import yaml
 from helpers.cli import last_metrics, run_cli, single_and_ddp_test_metrics, tiny_ner_config
 from helpers.lm import text_data, tiny_lm_config, write_toy_corpus
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.batching import TokenBatch
-from onlstm_tasks.data.lm import EOS, IGNORE, LanguageModelDataModule, build_lm_vocabulary, stream_windows
-from onlstm_tasks.data.features import WordNormalizer
+from onlstm_tasks.data.core.batching import TokenBatch
+from onlstm_tasks.data.lm.module import EOS, IGNORE, LanguageModelDataModule, build_lm_vocabulary, stream_windows
+from onlstm_tasks.data.core.features import WordNormalizer
 from onlstm_tasks.encoders import LSTM, ONLSTM, IndependentDirections
 from onlstm_tasks.metrics import Perplexity
 from onlstm_tasks.sample_data import sample_path

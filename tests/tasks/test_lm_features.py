@@ -31,7 +31,7 @@ def tagger(lm_path) -> NERTagger:
 
 
 def test_features_mix_every_layer_with_learned_weights_and_no_gradient_reaches_the_frozen_lm(lm_path):
-    from onlstm_tasks.data.features import words_to_batch
+    from onlstm_tasks.data.core.features import words_to_batch
 
     model = tagger(lm_path)
     embedder = model.net.embedder

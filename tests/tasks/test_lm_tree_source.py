@@ -19,7 +19,7 @@ from helpers.cli import tiny_absa_config, tiny_ner_config
 from helpers.lm import CHARS, WORDS, fit_tiny_bidirectional_lm, toy_sentences
 from onlstm_tasks import load
 from onlstm_tasks.cli import main
-from onlstm_tasks.data.features import words_to_batch
+from onlstm_tasks.data.core.features import words_to_batch
 from onlstm_tasks.encoders import LSTM, ONLSTM, ChildSumTreeLSTM, DependencyGuidedEncoder
 from onlstm_tasks.encoders.base import combine_directions
 from onlstm_tasks.errors import CheckpointError, ConfigError

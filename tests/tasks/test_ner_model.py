@@ -14,7 +14,7 @@ from helpers.model_invariants import (
     assert_gradients_reach_every_parameter,
 )
 
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import GRU, LSTM, ONLSTM
 from onlstm_tasks.sample_data import sample_path

@@ -1,5 +1,5 @@
 """A training step never waits on the host: no tensor value reaches Python in ``training_step`` and its backward
-(:func:`onlstm_tasks.host_reads.count_host_reads`, a dispatch-mode count of ``_local_scalar_dense`` and the other
+(:func:`helpers.host_reads.count_host_reads` (``tests/helpers``), a dispatch-mode count of ``_local_scalar_dense`` and the other
 value-reading operations plus ``tolist``/``numpy``). On a GPU each such read would stall the device; on the CPU the
 count stands in for that. Inside the ON-LSTM operator the CPU loop plans its runs from the lengths (no wait on a
 CPU, counted apart); the ``triton`` back end, the one a GPU runs, reads nothing there either."""
@@ -11,10 +11,10 @@ import functools
 import pytest
 import torch
 
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import ONLSTM
-from onlstm_tasks.host_reads import count_host_reads
+from helpers.host_reads import count_host_reads
 from onlstm_tasks.sample_data import sample_path
 from onlstm_tasks.tasks.ner import NERTagger
 

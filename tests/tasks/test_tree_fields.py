@@ -7,8 +7,8 @@ import functools
 import pytest
 import torch
 
-from onlstm_tasks.data.absa import AspectSentimentDataModule
-from onlstm_tasks.data.ner import NERDataModule
+from onlstm_tasks.data.absa.module import AspectSentimentDataModule
+from onlstm_tasks.data.ner.module import NERDataModule
 from onlstm_tasks.embedders.word_char import WordCharEmbedder
 from onlstm_tasks.encoders import LSTM, ONLSTM
 from onlstm_tasks.encoders.base import EncoderOutput, ONLSTMOutput

@@ -3,9 +3,9 @@ from collections import Counter
 import pytest
 import torch
 
-from onlstm_tasks.data.examples import DataFormatError, Example
-from onlstm_tasks.data.gold_trees import example_heads, example_heads_from_parsed
-from onlstm_tasks.data.tokenize import tokenize
+from onlstm_tasks.data.core.examples import DataFormatError, Example
+from onlstm_tasks.data.core.gold_trees import example_heads, example_heads_from_parsed
+from onlstm_tasks.data.core.tokenize import tokenize
 from onlstm_tasks.trees import (
     ParsedSentence,
     check_heads,
@@ -140,7 +140,7 @@ def test_example_heads_from_parsed():
 
 @requires_shared_data
 def test_semeval_depparsed_json_gives_one_tree_per_sentence():
-    from onlstm_tasks.data.absa_readers import read_semeval_xml
+    from onlstm_tasks.data.absa.readers import read_semeval_xml
 
     folder = SHARED_DATA / "semeval2014_laptops"
     parsed = read_depparsed_json(folder / "Laptops_Test_Gold_depparsed.json")
@@ -167,7 +167,7 @@ def test_semeval_depparsed_json_gives_one_tree_per_sentence():
 def test_uner_conllx_heads_and_ontonotes_parse_trees():
     import datasets
 
-    from onlstm_tasks.data.readers import read_conllx, read_ontonotes_rows
+    from onlstm_tasks.data.ner.readers import read_conllx, read_ontonotes_rows
 
     examples, _ = read_conllx(SHARED_DATA / "uner_en_ewt" / "en_ewt-uner-test.conllx")
     lists = [example_heads(e) for e in examples]

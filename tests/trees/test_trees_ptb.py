@@ -1,6 +1,6 @@
 import pytest
 
-from onlstm_tasks.data.examples import DataFormatError
+from onlstm_tasks.data.core.examples import DataFormatError
 from onlstm_tasks.trees import Tree, parse_tree, parse_trees, read_trees, strip_function_tags
 
 # a PTB-style file: outer wrapper with an empty label, function tags, co-indexing, traces, two trees, many lines

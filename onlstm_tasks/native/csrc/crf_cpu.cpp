@@ -1,5 +1,5 @@
 // The linear-chain CRF's log-partition and its gradient on the CPU: the forward and backward algorithms over each
-// sentence's own length, one sentence per task on ATen's threads (onlstm_tasks/modules/crf_cpu.py calls them).
+// sentence's own length, one sentence per task on ATen's threads (onlstm_tasks/native/crf.py is their face, onlstm_tasks/modules/crf/compiled.py their operator).
 //
 // Each step works in exponent space with a shift: with E[i][j] = exp(trans[i][j] - tmax) computed once,
 //   alpha_t[j] = e_t[j] + m + tmax + log sum_i exp(alpha_{t-1}[i] - m) E[i][j],   m = max_i alpha_{t-1}[i]

@@ -1,12 +1,14 @@
 // The ON-LSTM layer's time loop on the CPU, forward and backward, as PyTorch operators (float32).
 //
 // Built by `pip install --no-build-isolation` as a PyTorch C++ extension (setup.py; optional: without a compiler,
-// or without torch at build time, the encoders run the plain-PyTorch loop of steps_torch.py). native.py loads it
-// with torch.ops.load_library; the public operator onlstm_tasks::onlstm_layer (layer_op.py) calls these kernels,
-// through the loop back end (backend_loop.py, layer_pass.py), as its CPU implementation.
+// or without torch at build time, the encoders run the plain-PyTorch loop of encoders/onlstm/backends/loop/
+// steps_torch.py). onlstm_tasks/native/library.py loads it with torch.ops.load_library and native/onlstm.py is its
+// Python face; the public operator onlstm_tasks::onlstm_layer (encoders/onlstm/layer_op.py) calls these kernels,
+// through the loop back end's compiled steps (encoders/onlstm/backends/loop/steps_compiled.py), as its CPU
+// implementation.
 //
-// The element-wise work follows the update written once in equations.py (onlstm_update), in the regrouped form and
-// conventions described there, exactly as steps_torch.py does: the pre-activations come with doubled
+// The element-wise work follows the update written once in encoders/onlstm/equations.py (onlstm_update), in the
+// regrouped form and conventions described there, exactly as steps_torch.py does: the pre-activations come with doubled
 // cell-candidate rows and negated input/forget rows, and the cell buffers hold doubled cell states 2c, so one
 // sigmoid gives o, sigmoid(2g), 1 - i and 1 - f, and tanh(c) = 2 sigmoid(2c) - 1. One pass per row does all of a
 // step's element-wise work (PyTorch runs a dozen short passes there, each dominated by its fixed cost at NER
@@ -454,7 +456,7 @@ static int64_t check_loop_sizes(const char *op, const at::Tensor &weight, int64_
   return levels;
 }
 
-// onlstm_tasks::cpu_forward_loop: see the schema in TORCH_LIBRARY_FRAGMENT below and native.py.
+// onlstm_tasks::cpu_forward_loop: see the schema in TORCH_LIBRARY_FRAGMENT below and native/onlstm.py.
 void cpu_forward_loop(const at::Tensor &act, const at::Tensor &h, const at::Tensor &master, const at::Tensor &c_prev,
                       const at::Tensor &c_new, const at::Tensor &forget_distance, const at::Tensor &input_distance,
                       const c10::optional<at::Tensor> &prob, const c10::optional<at::Tensor> &c_hat,
