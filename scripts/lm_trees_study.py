@@ -31,6 +31,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from compare import code_provenance  # scripts/compare.py: the commit and versions that made a table
+
 from onlstm_tasks.probing.loading import load_probe
 from onlstm_tasks.probing.scoring import read_conll_dependencies, read_ontonotes_gold, score_distances, score_heads
 from onlstm_tasks.trees.metrics import DEPENDENCY_PUNCTUATION, UASAccumulator, baseline_uf1, chain_heads
@@ -154,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"baselines": baselines, "uas_chains": chains, "runs": runs},
-                                                   indent=1))
+    out.with_suffix(".json").write_text(json.dumps({"baselines": baselines, "uas_chains": chains, "runs": runs,
+                                                               "code": code_provenance()}, indent=1))
     out.write_text(render(args, runs, baselines, chains))
     print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
