@@ -5,7 +5,7 @@ in ``absa/readers/formats.py``, the language-model text rows in ``lm/text.py``) 
 name, which of them read ``datasets`` rows, which format a dataset's columns imply, whether named inputs are a
 dataset, and how a split's files are chosen. Everything else is done here once: hub ids and local dataset
 folders go through ``datasets.load_dataset`` (the default and single entry for datasets); raw files are found
-by ``split_files`` (``data_files`` or discovery by name); split names are normalised and ordered.
+by :mod:`.data_files` (a ``data_files`` option or discovery by name); split names are normalised and ordered.
 """
 
 from __future__ import annotations
