@@ -9,7 +9,8 @@ Both decoders run unconstrained on identical emissions/masks (row lengths drawn 
 one row always full length; by default every row is full length); the paths are asserted identical before timing.
 Each call is timed in wall-clock and in process CPU time (the latter is steadier on a shared machine; with
 --threads 1 it is the honest figure), alternating the decoders so that load changes hit both alike, after warm-up.
-Two contexts: under ``torch.inference_mode()`` (how Lightning runs validation/test) and with autograd enabled
+The scan's likelihood is also timed reducing pairwise (what ``log_partition`` does) against taking every prefix
+product (what Viterbi needs), the two ways of the one semiring scan. Two contexts: under ``torch.inference_mode()`` (how Lightning runs validation/test) and with autograd enabled
 (decoding inside ``training_step``, where pytorch-crf also records autograd history). Prints best and median, the
 ratios (pytorch-crf / ours) and the machine. Numbers belong here, never in timed tests.
 """
@@ -104,8 +105,20 @@ def main() -> None:
         crf_scan.nll(leaf, tags, mask, crf.crf.start_transitions, crf.crf.transitions, crf.crf.end_transitions
                      ).backward()
 
+    def prefix_scan_loss() -> None:  # the same likelihood from every prefix product (Viterbi's scan), for the choice
+        start, transitions, end = (p.double() for p in (crf.crf.start_transitions, crf.crf.transitions,
+                                                        crf.crf.end_transitions))
+        e = leaf.double()
+        prefixes = crf_scan.scan(crf_scan._transfer_matrices(e, mask, start, transitions, crf_scan.LOG.zero(e.dtype)),
+                                 crf_scan.LOG, prefixes=True)
+        log_z = torch.logsumexp(prefixes[:, -1, 0] + end, dim=-1)
+        (log_z - crf_scan.path_score(e, tags, mask, start, transitions, end)).mean().backward()
+
     contenders = [ours_loss, theirs_loss] + ([scan_loss] if device.type == "cpu" else [])
     t_ours, t_theirs, *t_scan = interleaved_timings(contenders, args.repeats, sync=sync)
+    t_reduce, t_prefix = interleaved_timings([scan_loss, prefix_scan_loss], args.repeats, sync=sync)
+    report("likelihood + gradient, one semiring scan two ways: the pairwise reduction (the partition's) against "
+           "every prefix (Viterbi's)", t_reduce, t_prefix, "reduce", "prefixes")
     report("likelihood + gradient (training; CRF.nll: the compiled kernels on the CPU, the scan on a GPU)", t_ours,
            t_theirs, "ours", "pytorch-crf")
     if t_scan:
