@@ -392,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(f"[compare] {message}", flush=True)
 
+    code = code_provenance()  # before anything is written: the code the runs (and this table) are made by
     try:
         runs = []
         for config, label in zip(args.configs, args.labels):
@@ -412,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(markdown(rows, records, args.title or args.out.stem, args.seeds, args.overrides) + "\n",
                         encoding="utf-8")
     json_path = args.out.with_suffix(".json")
-    json_path.write_text(json.dumps({"code": code_provenance(), "seeds": args.seeds, "overrides": args.overrides,
+    json_path.write_text(json.dumps({"code": code, "seeds": args.seeds, "overrides": args.overrides,
                                      "configs": rows, "runs": records}, indent=1) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {json_path}")
     return 0

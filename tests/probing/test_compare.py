@@ -129,3 +129,18 @@ def test_a_tables_json_names_the_code_that_made_it():
     provenance = compare.code_provenance()
     assert provenance["commit"] is None or len(provenance["commit"]) == 40
     assert isinstance(provenance["dirty"], bool) and provenance["torch"] and provenance["lightning"]
+
+
+def test_the_code_is_read_before_the_table_is_written(tmp_path: Path, monkeypatch) -> None:
+    """Re-making a table rewrites its own tracked files: the commit and ``dirty`` flag are read before that, or every
+    re-made table would call its code dirty."""
+    config = tiny_ner_config(tmp_path / "cfg")
+    out = tmp_path / "t.md"
+    out.write_text("the old table\n")
+    seen = []
+    monkeypatch.setattr(compare, "run_cli", _fake_cli([]))
+    monkeypatch.setattr(compare, "code_provenance", lambda: seen.append(out.read_text()) or {"commit": None})
+    argv = ["--configs", str(config), "--seeds", "1", "--out", str(out), "--runs-dir", str(tmp_path / "runs")]
+    assert compare.main(argv) == 0
+    assert seen == ["the old table\n"]
+    assert json.loads(out.with_suffix(".json").read_text())["code"] == {"commit": None}
