@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -55,11 +56,19 @@ def tiny_ner_config(tmp_path: Path, data: dict | None = None, encoder: dict | No
     return path
 
 
+def _default_sigint() -> None:
+    """SIGINT back to its default in the child: a suite started in the background (``cmd &``, ``nohup``) ignores
+    SIGINT, the child would inherit that, and Python then never turns a Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Runs ``python -m onlstm_tasks.cli ARGS`` in a subprocess (needed for DDP, which re-launches itself)."""
+    """Runs ``python -m onlstm_tasks.cli ARGS`` in a subprocess (needed for DDP, which re-launches itself), with
+    SIGINT handled as in a terminal however the suite was started."""
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run([sys.executable, "-m", "onlstm_tasks.cli", *args], cwd=cwd or REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=_default_sigint if os.name == "posix" else None)
     return proc
 
 
