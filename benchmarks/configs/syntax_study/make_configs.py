@@ -91,7 +91,7 @@ folder.""")
 
 def laptops() -> None:
     config = load("configs/absa/semeval14_laptops_onlstm_td_vectors.yaml")
-    head = load("benchmarks/configs/semeval14_laptops_onlstm_tree_lm_study.yaml")["model"]["init_args"]["head"]
+    head = load("configs/absa/semeval14_laptops_onlstm_tree_lm.yaml")["model"]["init_args"]["head"]
     head["init_args"]["tree_source"] = SINGLE
     config["model"]["init_args"]["head"] = head
     run_dir(config, "runs/syntax_study/laptops")
@@ -102,7 +102,7 @@ Issue 36's study: laptops_tree_vectors_lm.yaml over the parser's trees (data.par
 files, given on the command line) instead of the LM's. Written by make_configs.py in this folder.""")
     write("laptops_tree_vectors_lm.yaml", config, """
 Issue 36's study: configs/absa/semeval14_laptops_onlstm_td_vectors.yaml (the vectors recipe) with the tree-aware head
-of benchmarks/configs/semeval14_laptops_onlstm_tree_lm_study.yaml (bidirectional ON-LSTM, GCN over the tree, 2 layers,
+of configs/absa/semeval14_laptops_onlstm_tree_lm.yaml (bidirectional ON-LSTM, GCN over the tree, 2 layers,
 mean pooling, position weighting) over the LM's trees: the best single reading chosen on the OntoNotes kit's
 validation trees (seed 1's best_uf1 checkpoint, input gate, layer 3, forward). Written by make_configs.py in this
 folder.""")
