@@ -12,13 +12,17 @@ For every run folder of ``scripts/compare.py`` (``RUNS/LABEL/seed_S``, from a ``
 3. optionally (``--uas-gold``) scores the dependency heads of every reading against a CoNLL-X/U file (UAS,
    punctuation not scored), as ``onlstm-trees eval --format conllx`` does;
 
+4. optionally (``--ensemble-max-members N``) chooses a tree ensemble over every reading of every run of a label on
+   the validation trees (greedy forward selection, as ``onlstm-trees eval --choose-ensemble``) and scores it, and the
+   best single reading chosen the same way, on the test trees (as ``onlstm-trees eval --ensemble``);
+
 and writes one Markdown table (mean ± sample std over seeds per label and reading, the chosen reading's test UF1
 per seed beside right-branching, left-branching and random trees, the ``onlstm-trees eval`` commands that print
 every number) to ``--out`` and the numbers as JSON beside it. Nothing is chosen on test.
 
-    python scripts/lm_trees_study.py --runs runs/compare/lm_unlabelled_en --labels ON-LSTM ON-LSTM_bi \\
-        --gold ../shared/data/conll2012_ontonotesv5 --data-dir english_v12 \\
-        --uas-gold ../shared/data/uner_en_ewt/en_ewt-uner-test.conllx --out benchmarks/results/lm_unlabelled_en_trees.md
+    python scripts/lm_trees_study.py --runs runs/compare/lm_bi_steps --labels ON-LSTM_bi \\
+        --gold ../shared/data/conll2012_ontonotesv5 --data-dir english_v12 --ensemble-max-members 6 \\
+        --uas-gold ../shared/data/uner_en_ewt/en_ewt-uner-test.conllx --out benchmarks/results/lm_unlabelled_en_bi_seeds.md
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ from pathlib import Path
 
 from compare import code_provenance  # scripts/compare.py: the commit and versions that made a table
 
+from onlstm_tasks.probing.ensemble_eval import gate_tables
 from onlstm_tasks.probing.loading import load_probe
+from onlstm_tasks.probing.scoring import EnsembleScorer
 from onlstm_tasks.probing.scoring import read_conll_dependencies, read_ontonotes_gold, score_distances, score_heads
+from onlstm_tasks.trees.ensemble import Reading, choose_members
 from onlstm_tasks.trees.metrics import DEPENDENCY_PUNCTUATION, UASAccumulator, baseline_uf1, chain_heads
 from onlstm_tasks.trees.source import DISTANCE_GATES as GATES
 KEY = re.compile(r"^val_uf1_(forget|input)_l(\d+)_(\w+)$")
@@ -98,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uas-gold", default=None, help="CoNLL-X/U file whose heads the induced heads are scored on")
     ap.add_argument("--random-seeds", type=int, default=5, help="seeds of the random-tree baseline")
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--ensemble-max-members", type=int, default=0,
+                    help="also choose a tree ensemble of at most this many readings per label on validation (0: no)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    code = code_provenance()  # before anything is written: the code this table is made by
 
     gold = {split: read_ontonotes_gold(args.gold, split, None, args.data_dir, args.revision)[0]
             for split in ("validation", "test")}
@@ -154,16 +164,66 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label} seed {record['seed']}: chosen {record['chosen']} (val {logged[chosen]:.2f}), test "
                   f"{record['test'][record['chosen']]:.2f}", file=sys.stderr)
 
+    ensembles = {label: ensemble_study(records, gold, args) for label, records in runs.items()
+                 if args.ensemble_max_members > 0}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"baselines": baselines, "uas_chains": chains, "runs": runs,
-                                                               "code": code_provenance()}, indent=1))
-    out.write_text(render(args, runs, baselines, chains))
+                                                    "ensembles": ensembles, "code": code}, indent=1))
+    out.write_text(render(args, runs, baselines, chains, ensembles))
     print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
 
 
-def render(args, runs: dict[str, list[dict]], baselines: dict, chains: dict) -> str:
+def ensemble_study(records: list[dict], gold: dict, args) -> dict:
+    """The ensemble over every reading of ``records``' checkpoints chosen on the validation trees (and the best single
+    reading chosen there), both scored on validation and test: ``onlstm-trees eval --choose-ensemble`` on
+    validation, then ``--ensemble`` on test."""
+    checkpoints = [r["checkpoint"] for r in records]
+    options = argparse.Namespace(device="cpu", trust_checkpoint=False, batch_size=args.batch_size)
+    scorers = {}
+    for split, trees in gold.items():
+        tables, shapes = gate_tables(checkpoints, [t.words() for t in trees], GATES, options)
+        scorers[split] = EnsembleScorer(trees, tables)
+    candidates = [Reading(model, gate, layer, how) for model, (layers, directions) in enumerate(shapes)
+                  for gate in GATES for layer in range(layers)
+                  for how in (("mean", "forward", "backward") if directions == 2 else ("forward",))]
+    chosen = choose_members(candidates, lambda members: scorers["validation"].score(members)["sentence_f1"],
+                            args.ensemble_max_members)
+    rows = {"best single reading": chosen[:1], "ensemble": chosen}
+    return {"checkpoints": checkpoints,
+            **{name: {"readings": [str(r) for r in members],
+                      **{split: scorer.score(members)["sentence_f1"] for split, scorer in scorers.items()}}
+               for name, members in rows.items()}}
+
+
+def render_ensembles(args, ensembles: dict, baselines: dict) -> list[str]:
+    lines = []
+    for label, study in ensembles.items():
+        lines += ["", f"## A tree ensemble over the seeds of {label}", "",
+                  "Chosen on the validation trees by greedy forward selection over every reading of the runs' "
+                  f"`best_uf1` checkpoints (both master gates, every layer, every direction combination; at most "
+                  f"{args.ensemble_max_members} members; the mean of the members' per-sentence rank-normalised "
+                  "distances), then scored on the test trees:", "",
+                  "| | readings | validation UF1 | test UF1 |", "|---|---|---|---|"]
+        for name in ("best single reading", "ensemble"):
+            row = study[name]
+            lines.append(f"| {name} (chosen on validation) | {', '.join(row['readings'])} | "
+                         f"{row['validation']:.1f} | {row['test']:.1f} |")
+        lines.append(f"| right-branching | | {baselines['validation']['right-branching']:.1f} | "
+                     f"{baselines['test']['right-branching']:.1f} |")
+        given = " ".join(f"--checkpoint {c}" for c in study["checkpoints"])
+        where = f"--format ontonotes --gold {args.gold} --data-dir {args.data_dir} " + (
+            f"--revision {args.revision} " if args.revision else "")
+        lines += ["", "Printed again by:", "", "```",
+                  f"onlstm-trees eval {where}--split validation --choose-ensemble --max-members "
+                  f"{args.ensemble_max_members} {given}",
+                  f"onlstm-trees eval {where}--split test --ensemble {','.join(study['ensemble']['readings'])} "
+                  f"{given}", "```"]
+    return lines
+
+
+def render(args, runs: dict[str, list[dict]], baselines: dict, chains: dict, ensembles: dict) -> str:
     rb_test = baselines["test"]["right-branching"]
     lines = [f"# Trees of the pretrained language models ({Path(args.out).stem})", "",
              "Sentence-level UF1 (percent, punctuation removed by gold POS tag) of the greedy trees of each reading "
@@ -205,6 +265,7 @@ def render(args, runs: dict[str, list[dict]], baselines: dict, chains: dict) -> 
         lines.append(f"| *{name}* | " + " | ".join(cell for _ in labels) + " |")
     cell = f"{mean_std(random_test)} ({mean_std(random_val)})"
     lines.append("| *random* | " + " | ".join(cell for _ in labels) + " |")
+    lines += render_ensembles(args, ensembles, baselines)
     if chains:
         lines += ["", f"## Dependency heads of every reading: corpus UAS on {args.uas_gold} (punctuation not scored)",
                   "", "| reading | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
