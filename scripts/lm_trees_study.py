@@ -11,7 +11,6 @@ For every run folder of ``scripts/compare.py`` (``RUNS/LABEL/seed_S``, from a ``
    does (the same reader, probe and scorer);
 3. optionally (``--uas-gold``) scores the dependency heads of every reading against a CoNLL-X/U file (UAS,
    punctuation not scored), as ``onlstm-trees eval --format conllx`` does;
-
 4. optionally (``--ensemble-max-members N``) chooses a tree ensemble over every reading of every run of a label on
    the validation trees (greedy forward selection, as ``onlstm-trees eval --choose-ensemble``) and scores it, and the
    best single reading chosen the same way, on the test trees (as ``onlstm-trees eval --ensemble``);
@@ -39,8 +38,8 @@ from compare import code_provenance  # scripts/compare.py: the commit and versio
 
 from onlstm_tasks.probing.ensemble_eval import gate_tables
 from onlstm_tasks.probing.loading import load_probe
-from onlstm_tasks.probing.scoring import EnsembleScorer
-from onlstm_tasks.probing.scoring import read_conll_dependencies, read_ontonotes_gold, score_distances, score_heads
+from onlstm_tasks.probing.scoring import (EnsembleScorer, read_conll_dependencies, read_ontonotes_gold, score_distances,
+                                          score_heads)
 from onlstm_tasks.trees.ensemble import Reading, choose_members
 from onlstm_tasks.trees.metrics import DEPENDENCY_PUNCTUATION, UASAccumulator, baseline_uf1, chain_heads
 from onlstm_tasks.trees.source import DISTANCE_GATES as GATES
@@ -72,9 +71,14 @@ def reading_name(gate: str, layer: int, how: str) -> str:
     return f"{gate} l{layer} {how}"
 
 
+def combinations_of(directions: int) -> tuple[str, ...]:
+    """The direction combinations a model with ``directions`` stacks is read by."""
+    return ("mean", "forward", "backward") if directions == 2 else ("forward",)
+
+
 def score_checkpoint(probe, trees: list, batch_size: int) -> dict[str, dict]:
     layers, directions = probe.shape()
-    combinations = ("mean", "forward", "backward") if directions == 2 else ("forward",)
+    combinations = combinations_of(directions)
     words = [t.words() for t in trees]
     out = {}
     for gate in GATES:
@@ -86,7 +90,7 @@ def score_checkpoint(probe, trees: list, batch_size: int) -> dict[str, dict]:
 
 def uas_checkpoint(probe, sentences: list, batch_size: int) -> dict[str, float]:
     layers, directions = probe.shape()
-    combinations = ("mean", "forward", "backward") if directions == 2 else ("forward",)
+    combinations = combinations_of(directions)
     out = {}
     for gate in GATES:
         distances = probe.distances([w for w, _, _ in sentences], batch_size, gate)
@@ -186,8 +190,7 @@ def ensemble_study(records: list[dict], gold: dict, args) -> dict:
         tables, shapes = gate_tables(checkpoints, [t.words() for t in trees], GATES, options)
         scorers[split] = EnsembleScorer(trees, tables)
     candidates = [Reading(model, gate, layer, how) for model, (layers, directions) in enumerate(shapes)
-                  for gate in GATES for layer in range(layers)
-                  for how in (("mean", "forward", "backward") if directions == 2 else ("forward",))]
+                  for gate in GATES for layer in range(layers) for how in combinations_of(directions)]
     chosen = choose_members(candidates, lambda members: scorers["validation"].score(members)["sentence_f1"],
                             args.ensemble_max_members)
     rows = {"best single reading": chosen[:1], "ensemble": chosen}
