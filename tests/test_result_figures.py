@@ -58,7 +58,7 @@ VECTOR_TREES = [
     compare_row(LAPTOPS_V, "tree-aware head, vectors + LM trees", "test_macro_f1"),
     compare_row(LAPTOPS_V, "tree-aware head, vectors + gold trees", "test_accuracy"),
     compare_row(LAPTOPS_V, "tree-aware head, vectors + gold trees", "test_macro_f1"),
-    compare_row(ONTO_V, "vectors", "test_f1"), compare_row(ONTO_V, "vectors + LM features", "test_f1"),
+    compare_row(RECIPE, "ON-LSTM-CRF, vectors recipe", "test_f1"), compare_row(ONTO_V, "vectors + LM features", "test_f1"),
 ]
 
 FIGURES = {
@@ -71,7 +71,8 @@ FIGURES = {
         compare_row(TD, "ON-LSTM TD, before issue 18", "test_accuracy"),
         compare_row(UNER_V, "LM trees (best single reading)", "test_f1"), compare_row(UNER_V, "no tree", "test_f1"),
         compare_row(UNER_V, "LM trees (ensemble)", "test_f1"), compare_row(UNER_V, "gold trees", "test_f1"),
-        compare_row(ONTO_V, "vectors + LM features", "test_f1"), compare_row(ONTO_V, "vectors", "test_f1"),
+        compare_row(ONTO_V, "vectors + LM features", "test_f1"),
+        compare_row(RECIPE, "ON-LSTM-CRF, vectors recipe", "test_f1"),
         compare_row(ONTO_V, "vectors + LM trees (dependency-guided)", "test_f1"),
         compare_row(ONTO_V, "vectors, dependency-guided, no tree", "test_f1"),
         compare_row(ONTO_V, "vectors + gold trees (dependency-guided)", "test_f1"),
@@ -117,7 +118,6 @@ FIGURES = {
 # this list when scripts/compare.py re-makes it (issue 50)
 AWAITING_RERUN = {
     "uner_dg_trees", "uner_dg_vectors_trees",
-    "ontonotes_syntax_on_vectors",
 }
 
 
