@@ -116,9 +116,7 @@ FIGURES = {
 
 # cited tables whose JSON predates the batch-order fix (trained before eebfc79, no recorded commit); each leaves
 # this list when scripts/compare.py re-makes it (issue 50)
-AWAITING_RERUN = {
-    "uner_dg_trees", "uner_dg_vectors_trees",
-}
+AWAITING_RERUN: set[str] = set()
 
 
 def rounded(value: float, like: str) -> str:
