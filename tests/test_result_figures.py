@@ -58,7 +58,8 @@ VECTOR_TREES = [
     compare_row(LAPTOPS_V, "tree-aware head, vectors + LM trees", "test_macro_f1"),
     compare_row(LAPTOPS_V, "tree-aware head, vectors + gold trees", "test_accuracy"),
     compare_row(LAPTOPS_V, "tree-aware head, vectors + gold trees", "test_macro_f1"),
-    compare_row(RECIPE, "ON-LSTM-CRF, vectors recipe", "test_f1"), compare_row(ONTO_V, "vectors + LM features", "test_f1"),
+    compare_row(RECIPE, "ON-LSTM-CRF, vectors recipe", "test_f1"),
+    compare_row(ONTO_V, "vectors + LM features", "test_f1"),
 ]
 
 FIGURES = {
