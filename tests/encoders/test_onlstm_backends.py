@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers.paths import REPO
-from helpers.onlstm import batch, compare_layer_backends, compare_with_reference, loss_fn
+from helpers.onlstm import OUTPUT_SUBSETS, batch, compare_eager_with_operator, compare_layer_backends, \
+    compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks import native
@@ -231,6 +232,15 @@ def test_opcheck_of_the_operator(backend, lengths):
                ((dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
     args = (x, torch.tensor(lengths), *weights, None, None, False, backend, True)
     torch.library.opcheck(torch.ops.onlstm_tasks.onlstm_layer.default, args)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("used", OUTPUT_SUBSETS)
+@pytest.mark.parametrize("lengths,carry", [([5, 5, 5], True), ([5, 1, 3], False)])
+def test_eager_mode_gives_the_operators_outputs_and_gradients(backend, used, lengths, carry):
+    """Eager mode runs the layer through a plain autograd.Function (less host time per call), the operator's own
+    forward and backward: bit for bit the operator's results, whichever outputs the loss reads."""
+    compare_eager_with_operator(backend, lengths, 2, False, carry, seed=3, used=OUTPUT_SUBSETS[used])
 
 
 def _compile_and_compare(module, x, mask, loss_of):

@@ -16,7 +16,8 @@ import sys
 import pytest
 import torch
 from helpers.paths import REPO
-from helpers.onlstm import compare_layer_backends, compare_with_reference, loss_fn
+from helpers.onlstm import OUTPUT_SUBSETS, compare_eager_with_operator, compare_layer_backends, \
+    compare_with_reference, loss_fn
 
 from onlstm_tasks.encoders import ONLSTM
 from onlstm_tasks.encoders.onlstm.registry import resolve
@@ -105,6 +106,15 @@ def test_opcheck_of_the_operator_with_the_triton_backend():
                ((dirs, gates, features), (dirs, gates), (dirs, gates, hidden))]
     args = (x, torch.tensor(lengths), *weights, None, None, False, "triton", True)
     torch.library.opcheck(torch.ops.onlstm_tasks.onlstm_layer.default, args)
+
+
+@pytest.mark.parametrize("used", [pytest.param(name, marks=[] if name == "all" else [pytest.mark.slow])
+                                  for name in OUTPUT_SUBSETS])
+def test_eager_mode_gives_the_operators_outputs_and_gradients_with_the_triton_backend(used):
+    """The eager path (a plain autograd.Function around the operator's forward and backward) against the registered
+    operator, on a ragged batch with the symmetric master input: bit for bit the same, whichever outputs the loss
+    reads."""
+    compare_eager_with_operator("triton", [6, 2, 5, 1], 2, True, False, seed=4, used=OUTPUT_SUBSETS[used])
 
 
 def test_the_triton_pass_reads_nothing_on_the_host():

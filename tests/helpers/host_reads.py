@@ -6,7 +6,8 @@ included, so tests and ``scripts/ops_per_step.py`` can hold the count at zero wh
 Two nets, one count: a ``TorchDispatchMode`` sees the ATen operations that read values (``_local_scalar_dense``
 behind ``item``/``bool``/``int``/``float``, and the operations whose output size depends on the values), and
 ``Tensor.tolist``/``Tensor.numpy`` are wrapped (they read memory without an ATen call). Inside an operator of this
-package (``torch.ops.onlstm_tasks.*``, opaque to the mode) reads are counted apart, as ``inside_ops``: there the
+package (``torch.ops.onlstm_tasks.*``, opaque to the mode) and inside the ON-LSTM layer's back ends (which eager mode
+calls without the operator: ``encoders/onlstm/layer_op.py``) reads are counted apart, as ``inside_ops``: there the
 CPU back ends plan their loops from the lengths, which is no wait on a CPU, while the CUDA back end reads nothing.
 """
 
@@ -26,6 +27,7 @@ READING_OPS = frozenset({
     "aten::unique_consecutive", "aten::bincount", "aten::masked_scatter",
 })
 OWN_NAMESPACE = "onlstm_tasks"
+BACKENDS_FOLDER = "/onlstm_tasks/encoders/onlstm/backends/"  # the ON-LSTM layer's back ends, inside the operator or not
 
 
 @dataclass
@@ -39,11 +41,15 @@ class HostReads:
     def record(self, what: str) -> None:
         if self.paused:
             return
-        if self._depth:
+        if self._depth or _inside_a_layer_backend():
             self.inside_ops += 1
             return
         self.total += 1
         self.where[f"{what} at {_caller()}"] += 1
+
+
+def _inside_a_layer_backend() -> bool:
+    return any(BACKENDS_FOLDER in frame.filename for frame in traceback.extract_stack())
 
 
 def _caller() -> str:

@@ -71,3 +71,30 @@ def compare_layer_backends(backends, lengths, dirs, symmetric, carry, seed):
         results.append((h, d_f, d_i, c_last, *torch.autograd.grad(loss, leaves)))
     for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
+
+
+# which of the layer's outputs a loss reads: the others get no gradient (None reaches the back end's backward)
+OUTPUT_SUBSETS = {"all": (0, 1, 2, 3), "hidden": (0,), "distances": (1, 2), "c_last": (3,)}
+
+
+def compare_eager_with_operator(backend, lengths, dirs, symmetric, carry, seed, used):
+    """:func:`run_layer` in eager mode (the plain autograd.Function) against a direct call of the registered
+    operator ``torch.ops.onlstm_tasks.onlstm_layer``: the same outputs and gradients, bit for bit, where the loss reads
+    only the outputs ``used`` (indices into ``h, forget, input, c_last``)."""
+    args, state = layer_inputs(lengths, dirs, carry, seed)
+    lengths = torch.tensor(lengths)
+    results = []
+    for eager in (True, False):
+        leaves = [a.clone().requires_grad_() for a in args]
+        if eager:
+            outputs = run_layer(leaves[0], lengths, *leaves[1:], symmetric, backend, state)
+            assert type(outputs[0].grad_fn).__name__ == "_EagerLayerBackward"  # not the operator
+        else:
+            h0, c0 = (None, None) if state is None else state
+            outputs = torch.ops.onlstm_tasks.onlstm_layer(leaves[0], lengths, *leaves[1:], h0, c0, symmetric, backend,
+                                                          True)[:4]
+        g = torch.Generator().manual_seed(seed + 1)
+        loss = sum((outputs[i] * torch.randn(outputs[i].shape, generator=g)).sum() for i in used)
+        results.append((*outputs, *torch.autograd.grad(loss, leaves)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

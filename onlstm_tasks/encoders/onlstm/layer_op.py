@@ -11,6 +11,11 @@ and come back to its backward as the same named tuple.
 
 State carry (full batches only): a language model's windows of a contiguous stream start from the previous window's
 final ``h, c`` instead of zeros; the backward drops the gradient into them (truncated back-propagation through time).
+
+Eager mode skips the operator: :func:`run_layer` calls the same forward and backward through a plain
+:class:`torch.autograd.Function` (:class:`_EagerLayer`), whose Python dispatch costs less host time per call than the
+registered operator's (``python scripts/benchmark_layer_call.py`` prints both); under ``torch.compile`` it calls the
+operator, which the compiler takes whole. Tests hold the two paths to the same outputs and gradients.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from .registry import LayerInputs, OutputGrads, resolve
 
@@ -41,6 +47,12 @@ def onlstm_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, we
     Returns hidden states [B, T, K H] (directions concatenated), forget distances ``1 - mean(f~)`` and input
     distances ``mean(i~)`` [K, B, T], all zero at padded steps, the cell state after the last step [K, B, H]
     (zeros for a ragged batch), then the back end's saved tensors (``save=True``; else an empty list)."""
+    return _forward(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend, save)
+
+
+def _forward(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend, save):
+    """The layer's forward on its back end (:func:`onlstm_layer`, arguments and returns as there): one definition
+    for the operator and the eager path."""
     run = resolve(backend, x, weight_hh.size(-1))
     with _no_autocast(x):
         h, d_forget, d_input, c_last, saved = run.forward(
@@ -64,6 +76,14 @@ def onlstm_layer_backward(grad_h: Optional[Tensor], grad_forget: Optional[Tensor
                           backend: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The gradients of :func:`onlstm_layer`'s ``(x, weight_ih, bias, weight_hh)`` from those of its first four
     outputs (None: zero) and what it saved."""
+    return _backward_grads(grad_h, grad_forget, grad_input, grad_c_last, x, lengths, weight_ih, weight_hh, h, h0,
+                           saved, symmetric, backend)
+
+
+def _backward_grads(grad_h, grad_forget, grad_input, grad_c_last, x, lengths, weight_ih, weight_hh, h, h0, saved,
+                    symmetric, backend):
+    """The layer's backward on its back end (:func:`onlstm_layer_backward`, arguments and returns as there): one
+    definition for the operator and the eager path."""
     run = resolve(backend, x, weight_hh.size(-1))
     layer = LayerInputs(x, lengths, weight_ih, None, weight_hh, h0, None, symmetric)
     with _no_autocast(x):
@@ -97,6 +117,29 @@ def _backward(ctx, grad_h, grad_forget, grad_input, grad_c_last, unused):
 onlstm_layer.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _EagerLayer(torch.autograd.Function):
+    """:func:`onlstm_layer` with ``save=True`` for eager mode, its first four outputs: the same forward and backward
+    without the registered operator's dispatch (see the module's docstring)."""
+
+    @staticmethod
+    def forward(ctx, x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend):
+        h, d_forget, d_input, c_last, saved = _forward(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric,
+                                                       backend, True)
+        ctx.save_for_backward(x, lengths, weight_ih, weight_hh, h, h0, *saved)
+        ctx.symmetric, ctx.backend = symmetric, backend
+        ctx.set_materialize_grads(False)  # the back ends take None for an output without a gradient
+        return h, d_forget, d_input, c_last
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_h, grad_forget, grad_input, grad_c_last):
+        x, lengths, weight_ih, weight_hh, h, h0, *saved = ctx.saved_tensors
+        d_x, d_weight_ih, d_bias, d_weight_hh = _backward_grads(
+            grad_h, grad_forget, grad_input, grad_c_last, x, lengths, weight_ih, weight_hh, h, h0, saved,
+            ctx.symmetric, ctx.backend)
+        return d_x, None, d_weight_ih, d_bias, d_weight_hh, None, None, None, None
+
+
 def run_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weight_hh: Tensor, symmetric: bool,
               backend: str = "auto", state: tuple[Tensor, Tensor] | None = None
               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -109,6 +152,11 @@ def run_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weigh
     x, weight_ih, bias = x.to(dtype), weight_ih.to(dtype), bias.to(dtype)  # runs in the weights' dtype
     save = torch.is_grad_enabled() and any(t.requires_grad for t in (x, weight_ih, bias, weight_hh))
     h0, c0 = (None, None) if state is None else (state[0].detach().to(dtype), state[1].detach().to(dtype))
-    outputs = torch.ops.onlstm_tasks.onlstm_layer(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend,
-                                                  save)
+    if torch.compiler.is_compiling():
+        outputs = torch.ops.onlstm_tasks.onlstm_layer(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric,
+                                                      backend, save)
+    elif save:
+        outputs = _EagerLayer.apply(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend)
+    else:
+        outputs = _forward(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric, backend, False)
     return outputs[0], outputs[1], outputs[2], outputs[3]
