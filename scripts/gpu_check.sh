@@ -9,7 +9,8 @@
 # Triton's disk cache (scripts/warm_triton_kernels.py) 240; the CUDA tests, required to pass (ONLSTM_REQUIRE_CUDA=1:
 # a skip fails) 180; the encoder table against cuDNN nn.LSTM at NER and language-model shapes, once with TF32 and
 # once in full float32 on both sides (the ON-LSTM column is the default on a GPU, the triton back end; the loop
-# column the per-step PyTorch loop) 2 x 150; end-to-end training on the OntoNotes kit, tokens/s of every epoch, the
+# column the per-step PyTorch loop) 2 x 150, then the host time of one layer call, the registered operator against
+# the eager path (scripts/benchmark_layer_call.py) 60; end-to-end training on the OntoNotes kit, tokens/s of every epoch, the
 # first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096, 8,192 and
 # 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
 # configs, 2 x 60; the quickstart in float32 and bf16 autocast, wall time and test F1, 2 x 45; the shipped
@@ -65,6 +66,12 @@ row "bi x 2, full, inference, $precision: ON-LSTM / cuDNN (loop / cuDNN)" \
   "$(awk '$1=="bi" && $2==2 && $3=="full" && $4=="inference" {print $7, "(" $9 ")"}' /tmp/encoders_$precision.log | head -1)"
 row "LM stack fwd+bwd, $precision" "$(grep -m1 '^forward+backward' /tmp/encoders_$precision.log | cut -c18-)"
 row "LM stack inference, $precision" "$(grep -m1 '^inference' /tmp/encoders_$precision.log | cut -c18-)"
+done
+step "host time of one layer call: the registered operator vs the eager path (scripts/benchmark_layer_call.py)"
+timeout 60 python3 scripts/benchmark_layer_call.py --device cuda --repeats 200 | tee /tmp/layer_call.log
+for size in tiny shipped; do
+  row "layer call fwd+bwd, $size, wall: operator / eager" \
+    "$(awk -v s="$size" '$1==s && $2=="wall" {print $4, "/", $7, "us", "(" $13 ")"}' /tmp/layer_call.log)"
 done
 fi
 

@@ -10,7 +10,9 @@ Builds the config's model and data module through the CLI (``--data`` replaces t
 is nearest ``--length`` (default 40), then counts:
 
 - the PyTorch profiler: *leaf ATen operations*, those with no ATen operation inside them, leaving out views and
-  other metadata-only operations (:data:`METADATA_ONLY`); per phase;
+  other metadata-only operations (:data:`METADATA_ONLY`); per phase. With ``--gpu-path`` each launch of a Triton
+  kernel counts as one operation (a GPU runs it as one kernel) and the ATen operations inside it are left out:
+  Triton's interpreter, which runs the kernels here, copies every tensor argument at each launch;
 - :func:`helpers.host_reads.count_host_reads` (``tests/helpers``): reads of a tensor's values by the host (``.item()``,
   ``bool()``, ``.tolist()``, ...), the operations that make a GPU step wait.
 
@@ -45,16 +47,44 @@ METADATA_ONLY = frozenset(
 )
 
 
+TRITON_LAUNCH = "triton kernel launch"  # the profiler's label of a launch under --gpu-path (count_launches)
+
+
 def leaf_operations(prof) -> collections.Counter:
-    """Leaf ATen operations of a profile, metadata-only ones left out."""
+    """Leaf ATen operations of a profile, metadata-only ones left out; a Triton launch counts as one."""
     counts: collections.Counter = collections.Counter()
     for event in prof.events():
-        if not event.name.startswith("aten::") or event.name in METADATA_ONLY:
+        if event.name == TRITON_LAUNCH:
+            counts[TRITON_LAUNCH] += 1
+            continue
+        if not event.name.startswith("aten::") or event.name in METADATA_ONLY or _inside_a_launch(event):
             continue
         if any(child.name.startswith("aten::") for child in event.cpu_children):
             continue
         counts[event.name] += 1
     return counts
+
+
+def _inside_a_launch(event) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == TRITON_LAUNCH:
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def count_launches() -> None:
+    """Labels each launch of a kernel in Triton's interpreter for the profiler (:data:`TRITON_LAUNCH`)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    run = InterpretedFunction.run
+
+    def labelled(self, *args, **kwargs):
+        with torch.profiler.record_function(TRITON_LAUNCH):
+            return run(self, *args, **kwargs)
+
+    InterpretedFunction.run = labelled
 
 
 def build(config: str, data: str | None, length: int = 40, extra: list[str] = ()):
@@ -109,6 +139,7 @@ def main() -> None:
 
         scan_path = paths.named("scan")
         paths.choose = lambda emissions: scan_path
+        count_launches()
         extra = ["--model.init_args.encoder.init_args.backend", "triton"]
     model, optimizer, batch = build(args.config, data, args.length, extra)
     for _ in range(args.steps - 1):  # warm-up
@@ -142,13 +173,15 @@ def main() -> None:
     print(f"config: {os.path.relpath(args.config, REPO)}; batch: {tuple(batch.tokens.mask.shape)}, {tokens} tokens")
     total = collections.Counter()
     for name, counts in phases.items():
-        print(f"{name:<14} {sum(counts.values()):>6} leaf ATen operations (views and metadata-only left out)")
+        launches = f", {counts[TRITON_LAUNCH]} of them Triton launches" if counts[TRITON_LAUNCH] else ""
+        print(f"{name:<14} {sum(counts.values()):>6} leaf ATen operations (views and metadata-only left out{launches})")
         if name != "optimizer":
             total += counts
     print(f"{'step':<14} {sum(total.values()):>6} in training_step + backward (the optimizer's step apart)")
     for name, reads in reads_in.items():
         print(f"host reads in {name:<14} {reads.total:>3}" + (f": {dict(reads.where)}" if reads.total else "")
-              + (f" (+{reads.inside_ops} inside this package's operators)" if reads.inside_ops else ""))
+              + (f" (+{reads.inside_ops} inside this package's operators or the ON-LSTM's back ends)"
+                 if reads.inside_ops else ""))
     print("most frequent (training_step + backward): "
           + ", ".join(f"{name.removeprefix('aten::')} {n}" for name, n in total.most_common(args.top)))
 

@@ -14,8 +14,10 @@ final ``h, c`` instead of zeros; the backward drops the gradient into them (trun
 
 Eager mode skips the operator: :func:`run_layer` calls the same forward and backward through a plain
 :class:`torch.autograd.Function` (:class:`_EagerLayer`), whose Python dispatch costs less host time per call than the
-registered operator's (``python scripts/benchmark_layer_call.py`` prints both); under ``torch.compile`` it calls the
-operator, which the compiler takes whole. Tests hold the two paths to the same outputs and gradients.
+registered operator's, and which keeps the saved buffers off its outputs (the operator returns them, so its backward
+gets a zero gradient for each; ``python scripts/benchmark_layer_call.py`` times both); under ``torch.compile`` (and
+``torch.jit.trace``) it calls the operator, which the compiler takes whole. Tests hold the two paths to the same
+outputs and gradients.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def run_layer(x: Tensor, lengths: Tensor, weight_ih: Tensor, bias: Tensor, weigh
     x, weight_ih, bias = x.to(dtype), weight_ih.to(dtype), bias.to(dtype)  # runs in the weights' dtype
     save = torch.is_grad_enabled() and any(t.requires_grad for t in (x, weight_ih, bias, weight_hh))
     h0, c0 = (None, None) if state is None else (state[0].detach().to(dtype), state[1].detach().to(dtype))
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():  # a tracer takes the operator whole
         outputs = torch.ops.onlstm_tasks.onlstm_layer(x, lengths, weight_ih, bias, weight_hh, h0, c0, symmetric,
                                                       backend, save)
     elif save:
