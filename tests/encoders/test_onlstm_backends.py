@@ -448,3 +448,18 @@ def test_cuda_torch_compile_fullgraph_of_the_encoder():
     x = x.cuda().requires_grad_()
     _compile_and_compare(enc, x, mask.cuda(), lambda out: loss_fn(out.hidden.cpu(), out.distances.cpu(),
                                                                    out.input_distances.cpu()))
+
+
+@pytest.mark.slow
+def test_the_layer_call_benchmark_times_both_paths():
+    """``scripts/benchmark_layer_call.py`` runs and prints, for each size and clock, the operator's and the eager
+    path's time per call and their ratio."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "benchmark_layer_call.py"), "--repeats", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split() for line in done.stdout.splitlines() if "operator / eager" in line]
+    assert [row[:2] for row in rows] == [["tiny", "cpu"], ["tiny", "wall"], ["shipped", "cpu"], ["shipped", "wall"]]
+    assert all(float(row[-1].rstrip("x")) > 0 for row in rows)
