@@ -71,7 +71,7 @@ step "host time of one layer call: the registered operator vs the eager path (sc
 timeout 60 python3 scripts/benchmark_layer_call.py --device cuda --repeats 200 | tee /tmp/layer_call.log
 for size in tiny shipped; do
   row "layer call fwd+bwd, $size, wall: operator / eager" \
-    "$(awk -v s="$size" '$1==s && $2=="wall" {print $4, "/", $7, "us", "(" $13 ")"}' /tmp/layer_call.log)"
+    "$(awk -v s="$size" '$1==s && $2=="wall" {print $4, "/", $7, "us (" $NF ")"}' /tmp/layer_call.log)"
 done
 fi
 
