@@ -7,9 +7,9 @@ outside the compiler (a plain ``autograd.Function`` around the same forward and 
 Forward + backward of one bidirectional layer, two sizes: a tiny one (2 rows, 3 steps, hidden 16), where the back
 end's own work is small and the figure is mostly the call's dispatch (what a GPU step pays on the host for each
 layer), and the shipped NER layer (32 rows, 40 steps, hidden 256, chunk 8). The two paths alternate call by call,
-after a warm-up, and are timed in process CPU time (wall-clock too on a GPU, with a synchronisation inside each
-timing). Prints the median per call of each path, their difference and the ratio operator / eager. Numbers belong
-here, never in timed tests.
+after a warm-up, and are timed in process CPU time and in wall-clock time (on a GPU with a synchronisation inside
+each timing). Prints, per size and clock, the median per call of each path, their difference and the ratio
+operator / eager. Numbers belong here, never in timed tests.
 """
 
 from __future__ import annotations
