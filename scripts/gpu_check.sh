@@ -11,8 +11,8 @@
 # once in full float32 on both sides (the ON-LSTM column is the default on a GPU, the triton back end; the loop
 # column the per-step PyTorch loop) 2 x 150, then the host time of one layer call, the registered operator against
 # the eager path (scripts/benchmark_layer_call.py) 60; end-to-end training on the OntoNotes kit, tokens/s of every
-# epoch, the first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096, 8,192 and
-# 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
+# epoch, the first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096,
+# 8,192 and 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
 # configs, 2 x 60; the quickstart in float32 and bf16 autocast, wall time and test F1, 2 x 45; the shipped
 # bidirectional LM config for 300 steps 60.
 # GPU_CHECK_ONLY="tests quickstart" (any of: warm tests encoders training fitsync quickstart lm) runs only those
