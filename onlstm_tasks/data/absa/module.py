@@ -23,7 +23,7 @@ from onlstm_tasks.trees.gold import (
 from .readers import POLARITIES, load_absa_splits, nth_occurrence
 from .readers.aspects import AspectCollector
 from ..core.base import adopt_checkpoint_data, carve_validation
-from ..core.batching import IGNORE, PinsMemory, TokenBatch
+from ..core.batching import IGNORE, DeviceBatch, TokenBatch
 from ..core.examples import Example
 from ..core.features import TokenEncoder, build_vocabularies
 from ..core.packed import PackedTokens, gold_heads_values, padded_heads
@@ -38,7 +38,7 @@ UNKNOWN_LABEL = IGNORE  # label id of prediction inputs (the ``ignore_index`` of
 
 
 @dataclass
-class AspectBatch(PinsMemory):
+class AspectBatch(DeviceBatch):
     tokens: TokenBatch
     aspect_mask: torch.Tensor  # [B, T] bool, True on the aspect term's tokens (always inside tokens.mask)
     labels: torch.Tensor  # [B] long class ids (indices into the data module's ``labels``); -100 when unknown

@@ -26,7 +26,7 @@ from torch.utils.data import DataLoader
 from onlstm_tasks.errors import DataFormatError
 
 from ..core.base import TaskDataModule
-from ..core.batching import IGNORE, PinsMemory, TokenBatch
+from ..core.batching import IGNORE, DeviceBatch, TokenBatch
 from ..core.checkpoint_file import read_checkpoint_file
 from ..core.common import word_options
 from ..core.examples import Example
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class LMBatch(PinsMemory):
+class LMBatch(DeviceBatch):
     tokens: TokenBatch  # inputs (no character ids: [B, T, 1] zeros)
     forward_targets: torch.Tensor  # [B, T] long: the word each position's forward state predicts, IGNORE if none
     backward_targets: torch.Tensor | None  # [B, T] long for the backward LM (sentence mode), else None

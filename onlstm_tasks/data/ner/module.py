@@ -13,7 +13,7 @@ from onlstm_tasks.errors import DataFormatError
 from onlstm_tasks.trees.heads import slice_heads
 
 from ..core.base import adopt_checkpoint_data
-from ..core.batching import PinsMemory, TokenBatch
+from ..core.batching import DeviceBatch, TokenBatch
 from ..core.checks import check_tokens, drop_empty_sentences, warn_cut_types
 from ..core.examples import Example
 from ..core.features import TokenEncoder, build_vocabularies
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class NERBatch(PinsMemory):
+class NERBatch(DeviceBatch):
     tokens: TokenBatch
     tags: torch.Tensor  # [B, T] long tag ids, 0 at padding (use tokens.mask)
     index: list[int]  # positions of the batch's examples in their split
