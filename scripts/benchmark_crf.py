@@ -1,5 +1,6 @@
-"""Times our CRF against pytorch-crf's on the same inputs: the likelihood and its gradient (CRF.nll, the
-log-semiring scan of onlstm_tasks/modules/crf/scan.py, against pytorch-crf's per-step loop), then decoding (CRF.decode:
+"""Times our CRF against pytorch-crf's on the same inputs: the likelihood and its gradient (CRF.nll: the compiled
+kernels on the CPU, the Triton kernels on a GPU; against pytorch-crf's per-step loop and the log-semiring scan of
+onlstm_tasks/modules/crf/scan.py), then decoding (CRF.decode:
 the per-step Viterbi on the CPU, the max-plus scan on a GPU; and the other of the two) against pytorch-crf's decode.
 
     python scripts/benchmark_crf.py [--batch 32] [--length 40] [--min-length 40] [--tags 37] [--repeats 50]
@@ -27,6 +28,7 @@ import time
 import torch
 
 from onlstm_tasks.modules import CRF
+from onlstm_tasks.modules.crf import paths
 from onlstm_tasks.modules.crf import scan as crf_scan
 from onlstm_tasks.modules.crf import viterbi_decode
 
@@ -114,16 +116,15 @@ def main() -> None:
         log_z = torch.logsumexp(prefixes[:, -1, 0] + end, dim=-1)
         (log_z - crf_scan.path_score(e, tags, mask, start, transitions, end)).mean().backward()
 
-    contenders = [ours_loss, theirs_loss] + ([scan_loss] if device.type == "cpu" else [])
-    t_ours, t_theirs, *t_scan = interleaved_timings(contenders, args.repeats, sync=sync)
+    t_ours, t_theirs, t_scan = interleaved_timings([ours_loss, theirs_loss, scan_loss], args.repeats, sync=sync)
     t_reduce, t_prefix = interleaved_timings([scan_loss, prefix_scan_loss], args.repeats, sync=sync)
     report("likelihood + gradient, one semiring scan two ways: the pairwise reduction (the partition's) against "
            "every prefix (Viterbi's)", t_reduce, t_prefix, "reduce", "prefixes")
-    report("likelihood + gradient (training; CRF.nll: the compiled kernels on the CPU, the scan on a GPU)", t_ours,
-           t_theirs, "ours", "pytorch-crf")
-    if t_scan:
-        report("likelihood + gradient: the compiled kernels against the log-semiring scan (the GPU's path) here",
-               t_ours, t_scan[0], "compiled", "scan")
+    chosen = paths.choose(leaf).name
+    report(f"likelihood + gradient (training; CRF.nll, here its {chosen} path: the compiled kernels on the CPU, the "
+           "Triton kernels on a GPU)", t_ours, t_theirs, "ours", "pytorch-crf")
+    report(f"likelihood + gradient: CRF.nll's {chosen} path against the log-semiring scan (the GPU's path before the "
+           "Triton kernels; under torch.compile still)", t_ours, t_scan, chosen, "scan")
     params = crf.constrained_parameters()
     other = viterbi_decode if device.type == "cuda" else crf_scan.viterbi
     with torch.inference_mode():

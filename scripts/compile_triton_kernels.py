@@ -1,6 +1,6 @@
-"""Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.backends.triton.kernels`) for NVIDIA GPUs, on
-any machine, and reads their machine code: no GPU is needed, since Triton's front end, its NVIDIA passes, the
-``ptxas`` it bundles and its ``cuobjdump`` / ``nvdisasm`` all run on the CPU. Catches what the interpreter
+"""Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.backends.triton.kernels`) and the CRF's
+(:mod:`onlstm_tasks.modules.crf.triton_kernels`) for NVIDIA GPUs, on any machine, and reads their machine code: no
+GPU is needed, since Triton's front end, its NVIDIA passes, the ``ptxas`` it bundles and its ``cuobjdump`` / ``nvdisasm`` all run on the CPU. Catches what the interpreter
 (``TRITON_INTERPRET=1``) lets through, such as a loop-carried variable whose shape changes, before a GPU does. The
 sizes are those of the shipped configs (hidden 256, 400, 1150 and the others) and of the tests; the constants are
 the ones a launch at batch 32 on a 132-multiprocessor GPU passes (``backend_triton.gpu_plan``), in TF32
@@ -9,7 +9,9 @@ the ones a launch at batch 32 on a 132-multiprocessor GPU passes (``backend_trit
     python scripts/compile_triton_kernels.py            # one line per kernel, size and architecture; exit 1 if any
                                                         # build spills or (TF32) has no tensor-core instruction
 
-Each line reads ``onlstm_forward_kernel H=256 sm_90: registers 168, spills 0 bytes, tensor cores yes (96 MMA)``.
+Each line reads ``onlstm_forward_kernel H=256 sm_90: registers 168, spills 0 bytes, tensor cores yes (96 MMA)``;
+the CRF's, ``crf_backward_kernel tags=37 sm_90: registers 187, spills 0 bytes, tile 64, 8 warps`` (a log-sum-exp
+needs no tensor cores; a spill fails).
 Run without ``TRITON_INTERPRET`` (the interpreter's kernels cannot be compiled)."""
 
 from __future__ import annotations
@@ -97,7 +99,31 @@ def main() -> int:
                       f"tensor cores {'yes' if tensor_cores else 'no'} ({mma} MMA), {constants['PRECISION']}, "
                       f"{constants['BN']} neurons x {constants['BB']} rows per program, {split.options['num_warps']} warps"
                       f"{'  <- FAILS' if bad else ''}", flush=True)
+    failures += compile_crf_kernels(targets)
     return 1 if failures else 0
+
+
+CRF_TAGS = (37, 9)  # OntoNotes' IOB2 tags (tile 64) and a small scheme's (tile 16)
+
+
+def compile_crf_kernels(targets) -> int:
+    """The CRF's two kernels at each tile they launch with; returns how many builds spill (no tensor cores expected:
+    they are log-sum-exps)."""
+    from onlstm_tasks.modules.crf.triton_kernels import crf_backward_kernel, crf_forward_kernel
+    from onlstm_tasks.modules.crf.triton_path import launch_constants
+
+    failures = 0
+    for target, capability in targets:
+        for tags in CRF_TAGS:
+            constants = launch_constants(tags)
+            warps = constants.pop("num_warps")
+            for kernel in (crf_forward_kernel, crf_backward_kernel):
+                compiled = compile_kernel(kernel, constants, capability, {"num_warps": warps})
+                registers, spills, _ = machine_code_facts(compiled.asm["cubin"])
+                failures += spills > 0
+                print(f"{kernel.__name__} tags={tags} {target}: registers {registers}, spills {spills} bytes, "
+                      f"tile {constants['KP']}, {warps} warps{'  <- FAILS' if spills else ''}", flush=True)
+    return failures
 
 
 if __name__ == "__main__":

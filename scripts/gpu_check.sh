@@ -10,7 +10,8 @@
 # a skip fails) 180; the encoder table against cuDNN nn.LSTM at NER and language-model shapes, once with TF32 and
 # once in full float32 on both sides (the ON-LSTM column is the default on a GPU, the triton back end; the loop
 # column the per-step PyTorch loop) 2 x 150, then the host time of one layer call, the registered operator against
-# the eager path (scripts/benchmark_layer_call.py) 60; end-to-end training on the OntoNotes kit, tokens/s of every
+# the eager path (scripts/benchmark_layer_call.py) 60, and the CRF's Triton kernels against its scan
+# (scripts/benchmark_crf.py) 60; end-to-end training on the OntoNotes kit, tokens/s of every
 # epoch, the first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096,
 # 8,192 and 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
 # configs, 2 x 60; the quickstart in float32 and bf16 autocast, wall time and test F1, 2 x 45; the shipped
@@ -50,7 +51,8 @@ fi
 if want tests; then
 step "CUDA tests"
 ONLSTM_REQUIRE_CUDA=1 timeout 180 python3 -m pytest -q -rs -p no:cacheprovider -m cuda tests/encoders/test_onlstm_backends.py \
-  tests/encoders/test_onlstm_triton.py tests/modules/test_crf_scan.py | tee /tmp/cuda_tests.log
+  tests/encoders/test_onlstm_triton.py tests/modules/test_crf_scan.py tests/modules/test_crf_triton.py \
+  | tee /tmp/cuda_tests.log
 tests=${PIPESTATUS[0]}
 row "CUDA tests" "$(tail -1 /tmp/cuda_tests.log) (exit $tests)"
 fi
@@ -73,6 +75,10 @@ for size in tiny shipped; do
   row "layer call fwd+bwd, $size, wall: operator / eager" \
     "$(awk -v s="$size" '$1==s && $2=="wall" {print $4, "/", $7, "us (" $NF ")"}' /tmp/layer_call.log)"
 done
+step "the CRF's likelihood + gradient: its Triton kernels against the log-semiring scan (B 32, T 10..40, 37 tags)"
+timeout 60 python3 scripts/benchmark_crf.py --device cuda --repeats 50 --min-length 10 | tee /tmp/crf.log
+row "CRF likelihood + gradient, wall, median: triton / scan" \
+  "$(grep -A1 'path against the log-semiring scan' /tmp/crf.log | awk '$1=="wall:" {print $7, "/", $15, "ms"}')"
 fi
 
 if want training; then

@@ -1,4 +1,4 @@
-"""Compiles the ON-LSTM's Triton kernels on a GPU ahead of use, many variants at once, into Triton's disk cache
+"""Compiles the ON-LSTM's Triton kernels (and the CRF's) on a GPU ahead of use, many variants at once, into Triton's disk cache
 (``~/.triton/cache`` or ``TRITON_CACHE_DIR``), so that later processes (a training run's first steps, the CUDA
 tests, the benchmarks) load them instead of compiling them one after another. Each variant is one forward and
 backward pass of an :class:`~onlstm_tasks.encoders.ONLSTM` layer in its own process (Triton compiles in the process
@@ -32,6 +32,7 @@ TESTS = [(32, 8, dirs, 18, False, "ieee", True) for dirs in (1, 2)] + [
     (256, 8, 1, 32, False, "tf32", True), (256, 8, 2, 32, False, "tf32", True),
     (256, 8, 1, 32, False, "ieee", True), (400, 10, 1, 20, False, "ieee", True)]
 SETS = {"shipped": SHIPPED, "tests": TESTS}
+CRF_TAGS = (37, 9, 64)  # the CRF's kernels: OntoNotes' IOB2 tags (tile 64), the tests' (tiles 16 and 64)
 
 ONE = """
 import sys, torch
@@ -50,9 +51,23 @@ torch.cuda.synchronize()
 """
 
 
-def warm(variant: tuple) -> tuple[tuple, float, str]:
+ONE_CRF = """
+import torch
+from onlstm_tasks.modules.crf import triton_path
+tags = {args!r}
+emissions = torch.randn(4, 6, tags, device="cuda", requires_grad=True)
+mask = torch.ones(4, 6, dtype=torch.bool, device="cuda")
+triton_path.log_partition(emissions, mask, *(torch.zeros(*s, device="cuda") for s in ((tags,), (tags, tags), (tags,)))
+                          ).sum().backward()
+torch.cuda.synchronize()
+"""
+
+
+def warm(variant) -> tuple[object, float, str]:
+    """An ON-LSTM variant (a tuple) or the CRF's kernels for a number of tags (an int), in a process of its own."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ONE.format(args=variant)], capture_output=True, text=True)
+    code = ONE_CRF.format(args=variant) if isinstance(variant, int) else ONE.format(args=variant)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return variant, time.perf_counter() - start, "" if done.returncode == 0 else done.stderr[-1500:]
 
 
@@ -61,7 +76,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--sets", default="shipped,tests")
     args = parser.parse_args()
-    variants = list(dict.fromkeys(v for name in args.sets.split(",") for v in SETS[name]))
+    variants = list(dict.fromkeys(v for name in args.sets.split(",") for v in SETS[name])) + list(CRF_TAGS)
     start = time.perf_counter()
     failed = 0
     with ThreadPoolExecutor(args.jobs) as pool:

@@ -3,9 +3,10 @@ honours scheme constraints. Which implementation computes the likelihood and the
 :func:`.paths.choose`, from one table of paths.
 
 Training (:meth:`CRF.nll`) is the forward algorithm over *all* tag sequences with no time loop in Python: on a GPU
-(and under ``torch.compile``) :mod:`.scan`'s ``ceil(log2 T)`` batched rounds, on the CPU one call of the compiled
-forward-backward kernels (:mod:`.compiled`), and where those were not built pytorch-crf's per-step loop, which is the
-oracle both are tested against (the parameters are pytorch-crf's, so checkpoints load as before). The gold path's
+two Triton launches (:mod:`.triton_path`, one program per sentence), under ``torch.compile`` (and on a GPU without
+Triton) :mod:`.scan`'s ``ceil(log2 T)`` batched rounds, on the CPU one call of the compiled forward-backward kernels
+(:mod:`.compiled`), and where those were not built pytorch-crf's per-step loop, which is the oracle all are tested
+against (the parameters are pytorch-crf's, so checkpoints load as before). The gold path's
 score is gathers either way. Constraints only apply to decoding, where a disallowed start,
 transition or end scores -inf, so an invalid sequence is never predicted whatever the emissions and learned
 transitions are (as long as both are finite). Decoding runs the scan too on a GPU (:func:`.scan.viterbi`),

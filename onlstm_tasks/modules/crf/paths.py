@@ -5,6 +5,9 @@ the ON-LSTM's back ends.
 A path pairs a log-partition function (None: pytorch-crf's own likelihood, the oracle) with a decoder, and says why
 it cannot run on given emissions (``why_not``: None where it can). :func:`choose` takes the first that can:
 
+- ``triton``: the likelihood in two Triton launches (:mod:`.triton_path`: the forward and backward algorithms, one
+  program per sentence) and the scan's Viterbi: CUDA tensors of at most 64 tags, Triton installed, not under
+  ``torch.compile``. The scan's rounds cost ~200 operations per training step, each a launch and its host time;
 - ``scan``: :mod:`.scan`'s semiring scans, ``ceil(log2 T)`` batched rounds for both: where a per-step loop is
   launch-bound (a GPU) and under ``torch.compile``. Its ``O(T K^3)`` work costs several times the loops on a CPU
   (``scripts/benchmark_crf.py``);
@@ -23,7 +26,7 @@ from torch import Tensor
 
 from onlstm_tasks import native
 
-from . import compiled, loop, scan
+from . import compiled, loop, scan, triton_path
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,20 @@ class CRFPath:
     why_not: Callable[[Tensor], str | None]
     log_partition: Callable[..., Tensor] | None  # (emissions, mask, start, transitions, end) -> log Z [B]
     viterbi: Callable[..., tuple[Tensor, Tensor]]  # (emissions, mask, start, transitions, end) -> (tags, scores)
+
+
+def _triton_why_not(emissions: Tensor) -> str | None:
+    if emissions.device.type != "cuda":
+        return "the Triton kernels run on CUDA devices"
+    if emissions.size(-1) > triton_path.MAX_TAGS:
+        return f"more than {triton_path.MAX_TAGS} tags spill the kernels' registers; the scan runs them"
+    if torch.compiler.is_compiling():
+        return "torch.compile takes the scan whole"
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return "Triton is not installed (pip install triton)"
+    return None
 
 
 def _scan_why_not(emissions: Tensor) -> str | None:
@@ -47,6 +64,7 @@ def _compiled_why_not(emissions: Tensor) -> str | None:
 
 
 PATHS = (
+    CRFPath("triton", _triton_why_not, triton_path.log_partition, scan.viterbi),
     CRFPath("scan", _scan_why_not, scan.log_partition, scan.viterbi),
     CRFPath("compiled", _compiled_why_not, compiled.log_partition, loop.viterbi_decode),
     CRFPath("loop", lambda emissions: None, None, loop.viterbi_decode),
