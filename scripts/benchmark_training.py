@@ -64,8 +64,10 @@ def train(config: str, data: str, epochs: int, out: Path) -> tuple[list[dict[str
         return None
     (metrics,) = out.rglob("metrics.csv")
     rows = [r for r in csv.DictReader(metrics.open()) if r.get("train_tokens_per_second")]
-    epochs = [{k: float(r[k]) for k in ("epoch", "epoch_seconds", "train_tokens_per_second", "peak_rss_mb")}
+    epochs = [{k: float(r[k]) for k in ("epoch", "step", "epoch_seconds", "train_tokens_per_second", "peak_rss_mb")}
               for r in rows]
+    for before, row in zip([{"step": -1.0}] + epochs, epochs):  # the logged step is the epoch's last, 0-based
+        row["ms_per_step"] = 1e3 * row["epoch_seconds"] / (row["step"] - before["step"])
     return epochs, profile_totals(out / "fit-profile.txt")
 
 
@@ -173,7 +175,8 @@ def main() -> None:
         print(f"distinct batch shapes in one training epoch, {name}: {loader_shapes(args.data, config)}")
     if args.loader_only:
         return
-    header = f"{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'peak MB':>9}{'loader share':>14}"
+    header = (f"{'config':<13}{'epoch':>6}{'seconds':>9}{'tokens/s':>10}{'ms/step':>9}{'peak MB':>9}"
+              f"{'loader share':>14}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, config in configs.items():  # each config's rows as soon as it ends (a later one may time out)
@@ -185,7 +188,8 @@ def main() -> None:
             for r in result[0]:
                 share = seconds / r["epoch_seconds"]
                 print(f"{name:<13}{int(r['epoch']):>6}{r['epoch_seconds']:>9.1f}"
-                      f"{r['train_tokens_per_second']:>10,.0f}{r['peak_rss_mb']:>9.0f}{share:>13.1%}", flush=True)
+                      f"{r['train_tokens_per_second']:>10,.0f}{r['ms_per_step']:>9.1f}{r['peak_rss_mb']:>9.0f}"
+                      f"{share:>13.1%}", flush=True)
     if len(results) < len(configs):
         sys.exit(f"{len(configs) - len(results)} of {len(configs)} configs failed")
     # the first epoch includes warm-up (allocator, lazy inits): compare the rest
@@ -198,6 +202,12 @@ def main() -> None:
         first = next(iter(configs))
         for name in list(configs)[1:]:
             print(f"\ntraining tokens/s {name} / {first} = {speed[name] / speed[first]:.3f}x (epochs after the first)")
+    print("\nthe first epoch against the later ones (a fixed start-up cost shows as seconds, whatever the epoch's size):")
+    for name, (rows, _) in results.items():
+        if len(rows) > 1:
+            later = sum(r["epoch_seconds"] for r in rows[1:]) / len(rows[1:])
+            print(f"{name:<13}first {rows[0]['epoch_seconds']:.2f} s, later {later:.2f} s: "
+                  f"{rows[0]['epoch_seconds'] / later:.2f}x, +{rows[0]['epoch_seconds'] - later:.2f} s")
     print("\nwhere the training epochs' time went (Lightning SimpleProfiler, all epochs):")
     print(f"{'config':<13}{'epochs s':>9}{'loader wait':>13}{'forward':>9}{'backward':>10}{'rest':>7}")
     for name, (_, totals) in results.items():
