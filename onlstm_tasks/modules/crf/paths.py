@@ -7,7 +7,7 @@ it cannot run on given emissions (``why_not``: None where it can). :func:`choose
 
 - ``triton``: the likelihood in two Triton launches (:mod:`.triton_path`: the forward and backward algorithms, one
   program per sentence) and the scan's Viterbi: CUDA tensors of at most 64 tags, Triton installed, not under
-  ``torch.compile``. The scan's rounds cost ~200 operations per training step, each a launch and its host time;
+  ``torch.compile`` or ``torch.jit.trace``. The scan's rounds cost ~200 operations per training step, each a launch and its host time;
 - ``scan``: :mod:`.scan`'s semiring scans, ``ceil(log2 T)`` batched rounds for both: where a per-step loop is
   launch-bound (a GPU) and under ``torch.compile``. Its ``O(T K^3)`` work costs several times the loops on a CPU
   (``scripts/benchmark_crf.py``);
@@ -42,8 +42,8 @@ def _triton_why_not(emissions: Tensor) -> str | None:
         return "the Triton kernels run on CUDA devices"
     if emissions.size(-1) > triton_path.MAX_TAGS:
         return f"more than {triton_path.MAX_TAGS} tags spill the kernels' registers; the scan runs them"
-    if torch.compiler.is_compiling():
-        return "torch.compile takes the scan whole"
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return "a compiler or tracer takes the scan whole"
     try:
         import triton  # noqa: F401
     except ImportError:
