@@ -7,7 +7,8 @@ it cannot run on given emissions (``why_not``: None where it can). :func:`choose
 
 - ``triton``: the likelihood in two Triton launches (:mod:`.triton_path`: the forward and backward algorithms, one
   program per sentence) and the scan's Viterbi: CUDA tensors of at most 64 tags, Triton installed, not under
-  ``torch.compile`` or ``torch.jit.trace``. The scan's rounds cost ~200 operations per training step, each a launch and its host time;
+  ``torch.compile`` or ``torch.jit.trace``. The scan's rounds cost ~170 more operations per training step, each a
+  launch and its host time;
 - ``scan``: :mod:`.scan`'s semiring scans, ``ceil(log2 T)`` batched rounds for both: where a per-step loop is
   launch-bound (a GPU) and under ``torch.compile``. Its ``O(T K^3)`` work costs several times the loops on a CPU
   (``scripts/benchmark_crf.py``);
