@@ -129,3 +129,22 @@ def test_cuda_the_kernels_give_the_scans_likelihood_and_gradients(tags):
     for got, expected in zip(torch.autograd.grad(ours.sum(), [emissions, *params]),
                              torch.autograd.grad(want.sum(), [emissions, *params])):
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_crf_module_on_the_path_trains_and_evaluates(monkeypatch):
+    """``CRF.nll`` through the path (as a GPU takes it), with gradients and under ``inference_mode`` (validation)."""
+    from onlstm_tasks.modules import CRF
+
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    crf = CRF(len(labels), labels, "iob2")
+    emissions, mask = ragged(4, 6, len(labels), seed=5)
+    tags = torch.randint(0, len(labels), (4, 6))
+    expected = crf.nll(emissions, tags, mask)  # the CPU's path
+    triton = paths.named("triton")
+    monkeypatch.setattr(paths, "choose", lambda emissions: triton)
+    loss = crf.nll(emissions.requires_grad_(True), tags, mask)
+    loss.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-6, atol=1e-5)
+    assert crf.crf.transitions.grad is not None and emissions.grad is not None
+    with torch.inference_mode():
+        torch.testing.assert_close(crf.nll(emissions, tags, mask), expected.detach(), rtol=1e-6, atol=1e-5)
