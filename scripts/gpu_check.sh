@@ -13,14 +13,15 @@
 # the eager path (scripts/benchmark_layer_call.py) 60, and the CRF's Triton kernels against its scan
 # (scripts/benchmark_crf.py) 60; end-to-end training on the OntoNotes kit, tokens/s of every
 # epoch, the first included, ON-LSTM-CRF against LSTM-CRF (shipped configs) and the GPU config at max_tokens 4,096,
-# 8,192 and 16,384 150; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
+# 8,192 and 16,384 150; the anatomy of a real fit's step, host time per phase against the device's kernels
+# (scripts/step_anatomy.py), shipped and GPU configs, 2 x 60; host syncs of a real fit under set_sync_debug_mode (scripts/fit_sync_check.py), shipped and GPU
 # configs, 2 x 60; the quickstart in float32 and bf16 autocast, wall time and test F1, 2 x 45; the shipped
 # bidirectional LM config for 300 steps 60.
-# GPU_CHECK_ONLY="tests quickstart" (any of: warm tests encoders training fitsync quickstart lm) runs only those
+# GPU_CHECK_ONLY="tests quickstart" (any of: warm tests encoders training anatomy fitsync quickstart lm) runs only those
 # steps, for a short rerun after a fix.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ONLY=" ${GPU_CHECK_ONLY:-warm tests encoders training fitsync quickstart lm} "
+ONLY=" ${GPU_CHECK_ONLY:-warm tests encoders training anatomy fitsync quickstart lm} "
 want() { [[ "$ONLY" == *" $1 "* ]]; }
 tests=0
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
@@ -95,6 +96,15 @@ for name in ON-LSTM-CRF LSTM-CRF GPU-4096 GPU-8192 GPU-16384; do
   row "$name first epoch against later ones" "$(awk -v n="$name" '$1==n && $2=="first" {sub(/^[^ ]+ +/, ""); print}' \
     /tmp/training.log)"
 done
+fi
+
+if want anatomy; then
+step "anatomy of a training step: host time per phase against the device's kernels (scripts/step_anatomy.py, 40 steps)"
+for config in configs/ner/ontonotes_onlstm_crf.yaml configs/ner/ontonotes_onlstm_crf_gpu.yaml; do
+  timeout 60 python3 scripts/step_anatomy.py --config $config --steps 40 -- --data.init_args.path \
+    .kit/conll2012_ontonotesv5 --data.init_args.revision null 2>&1 | grep -v Warning | tail -1 | tee -a /tmp/anatomy.log
+done
+row "step anatomy, shipped / GPU config (ms per step)" "$(sed 's/^step_anatomy [^:]*: //' /tmp/anatomy.log | paste -sd '|' | sed 's/|/ \/ /')"
 fi
 
 if want fitsync; then
