@@ -108,6 +108,7 @@ def data_module(data: str, config: str, workers: int | None = None):
     """``config``'s data module (its settings, with ``data`` as the path; ``workers``: its ``num_workers`` instead
     of the config's; gold trees only where the model reads them), set up for fit."""
     import importlib
+    import inspect
 
     import yaml
 
@@ -116,9 +117,11 @@ def data_module(data: str, config: str, workers: int | None = None):
     init = {**spec.get("init_args", {}), "path": data, "revision": None}
     if workers is not None:
         init["num_workers"] = workers
-    if "kind: gold" not in (REPO / config).read_text():  # as in training: only a gold tree source reads trees
-        init["gold_trees"] = False
-    dm = getattr(importlib.import_module(module), name)(**init)
+    cls = getattr(importlib.import_module(module), name)
+    reads_trees = "gold_trees" in inspect.signature(cls.__init__).parameters  # the NER data module's option
+    if reads_trees and "kind: gold" not in (REPO / config).read_text():  # as in training: only a gold tree source
+        init["gold_trees"] = False  #                                        reads trees
+    dm = cls(**init)
     dm.setup("fit")
     return dm
 
@@ -141,6 +144,17 @@ def loader_seconds(data: str, config: str, workers: int | None = None, passes: i
         return (time.perf_counter() - start) / passes, tokens // passes
     finally:
         torch.set_num_threads(threads)
+
+
+def loader_process_ms(data: str, config: str, workers: int, epochs: int = 3) -> float:
+    """Milliseconds of the training process's CPU time per batch of ``config``'s training loader with ``workers``
+    loader processes, in its last of ``epochs`` epochs (the processes started; with none, the batches are built in
+    this process): what the loader costs the process that trains."""
+    loader = data_module(data, config, workers).train_dataloader()
+    for _ in range(epochs):
+        cpu = time.process_time()
+        batches = sum(1 for _ in loader)
+    return 1e3 * (time.process_time() - cpu) / batches
 
 
 def config_workers(config: str) -> int:
@@ -170,6 +184,9 @@ def main() -> None:
     seconds, tokens = loader_seconds(args.data, first, passes=1)
     print(f"data loader as training runs it ({config_workers(first)} workers, their start included): one training "
           f"epoch in {seconds:.2f} s = {tokens / seconds:,.0f} tokens/s")
+    costs = {workers: loader_process_ms(args.data, first, workers) for workers in (0, 4)}
+    print(f"the training process's CPU time per batch: {costs[0]:.2f} ms building it, {costs[4]:.2f} ms receiving it "
+          f"from 4 loader processes ({costs[4] / costs[0]:.1f}x)")
     for name, spec in configs.items():
         config = split_config(spec)[0]
         print(f"distinct batch shapes in one training epoch, {name}: {loader_shapes(args.data, config)}")

@@ -534,3 +534,14 @@ def test_shared_ontonotes_batches_carry_heads_from_the_parse_trees(caplog) -> No
         assert all(batch.heads is not None for batch in loader)
     # 23 disfluent training sentences ("XX" tokens) have no parse tree in OntoNotes
     assert re.search(r"train: 2\d of [\d,]+ sentences have no gold tree", caplog.text)
+
+
+def test_unset_workers_build_batches_in_the_training_process_on_a_gpu_too(monkeypatch) -> None:
+    """No loader process unless asked for, on a GPU as on the CPU (receiving a batch from one costs the training
+    process several times building it: ``scripts/benchmark_training.py --loader-only``); batches come pinned there."""
+    data = columns_data(SAMPLE)
+    data.setup("fit")
+    monkeypatch.setattr(type(data), "_on_gpu", lambda self: True)
+    loader = data.train_dataloader()
+    assert loader.num_workers == 0 and loader.pin_memory
+    assert columns_data(SAMPLE, num_workers=2).train_dataloader().num_workers == 2

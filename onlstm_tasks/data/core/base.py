@@ -11,7 +11,6 @@ batches, and its prediction file.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -54,7 +53,6 @@ def carve_validation(
     return train, validation, n_held
 
 
-GPU_WORKERS = 4  # loader processes on a GPU when ``num_workers`` is left unset
 
 
 def bucket_loader(
@@ -282,9 +280,10 @@ class TaskDataModule(pl.LightningDataModule):
         items = self._encode(split)
         size = self.hparams.batch_size if train else self.hparams.eval_batch_size
         on_gpu = self._on_gpu()
-        workers = self.hparams.num_workers
-        if workers is None:  # unset: loader processes where the model waits on a GPU, none on a CPU
-            workers = min(GPU_WORKERS, os.cpu_count() or 1) if on_gpu else 0
+        # unset: none, on every device. A batch is a few gathers of the split's packed tensors, which costs the
+        # training process several times less than receiving it from a loader process (pickled tensors through
+        # shared memory): scripts/benchmark_training.py --loader-only prints both
+        workers = self.hparams.num_workers or 0
         return bucket_loader([self._item_length(item) for item in items], size, train, self.hparams.seed,
                              self._collate(split), workers, pin_memory=on_gpu,
                              max_tokens=self.hparams.get("max_tokens") if train else None)

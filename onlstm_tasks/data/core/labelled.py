@@ -34,7 +34,7 @@ class LabelledDataModule(TaskDataModule):
         vocab_from: a checkpoint whose vocabularies and labels to use instead of the training split's (the CLI
             fills it in for validate/test/predict with ``--ckpt_path``).
         predict_file: the inputs of ``predict``.
-        num_workers: data-loading processes (None: chosen from the machine).
+        num_workers: data-loading processes (None: none; batches are built in the training process).
         max_tokens: a cap on the tokens of a training batch (None: ``batch_size`` sentences).
         pad_to_multiple_of: batches are padded to a length, and words to a character width, that is a multiple of
             this (1: the longest sentence and word of the batch). 8 on a GPU: fewer distinct shapes per epoch, so

@@ -106,7 +106,7 @@ class LanguageModelDataModule(TaskDataModule):
         text_column: the dataset column that holds the text (``text`` format).
         batch_size: training sentences (sentence mode) or parallel rows of the stream (stream mode) per batch.
         eval_batch_size: the same for validation, test and predict.
-        num_workers: data-loading processes (None: chosen from the machine).
+        num_workers: data-loading processes (None: none; batches are built in the training process).
     """
 
     vocabularies_need = "the vocabulary needs one"
