@@ -1,8 +1,8 @@
 """Lightning moves a batch with one call of its ``to`` (:class:`onlstm_tasks.data.core.batching.DeviceBatch`): every
 tensor, nested batches' included, on the device; the rest (words, indices, flags) shared, not rebuilt. Lightning's own
-walk of a dataclass rebuilds every list in it, the words' lists of strings included (1.8-3.2 ms a batch of the
-OntoNotes configs on a CPU: ``python scripts/benchmark_batch_transfer.py``). The device here is ``meta``, which
-every build has."""
+walk of a dataclass rebuilds every list in it, the words' lists of strings included (0.6-2.1 ms a batch of the
+OntoNotes configs on a CPU, the mean over an epoch of the kit: ``python scripts/benchmark_batch_transfer.py``). The
+device here is ``meta``, which every build has."""
 
 from __future__ import annotations
 
