@@ -5,8 +5,8 @@
 Lightning moves a batch with ``move_data_to_device``. An object with a ``to`` method is moved whole by that method
 (the batches' ``DeviceBatch.to``); any other dataclass is walked field by field, and ``lightning_utilities`` deep-copies
 each one it meets, the words' lists of strings included. The "walk" column is that walk over the same batch (the same
-fields in a dataclass without ``to``: what Lightning did before the batches had it); "to" is ``move_data_to_device`` as training calls it. Per config of
-the OntoNotes recipes, over every batch of one training epoch of the kit: each batch's median of ``--repeats``
+fields in a dataclass without ``to``: what Lightning did before the batches had it); "to" is ``move_data_to_device``
+as training calls it. Per config of the OntoNotes recipes, over every batch of one training epoch of the kit: each batch's median of ``--repeats``
 moves, averaged over the batches; on one thread.
 """
 
@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 from benchmark_encoders import machine  # noqa: E402
 from benchmark_training import data_module  # noqa: E402
 
-CONFIGS = {"shipped": "configs/ner/ontonotes_onlstm_crf.yaml", "GPU config": "configs/ner/ontonotes_onlstm_crf_gpu.yaml"}
+CONFIGS = {"shipped": "configs/ner/ontonotes_onlstm_crf.yaml",
+           "GPU config": "configs/ner/ontonotes_onlstm_crf_gpu.yaml"}
 
 
 @functools.cache

@@ -219,7 +219,8 @@ def main() -> None:
         first = next(iter(configs))
         for name in list(configs)[1:]:
             print(f"\ntraining tokens/s {name} / {first} = {speed[name] / speed[first]:.3f}x (epochs after the first)")
-    print("\nthe first epoch against the later ones (a fixed start-up cost shows as seconds, whatever the epoch's size):")
+    print("\nthe first epoch against the later ones (a fixed start-up cost shows as seconds, whatever the epoch's "
+          "size):")
     for name, (rows, _) in results.items():
         if len(rows) > 1:
             later = sum(r["epoch_seconds"] for r in rows[1:]) / len(rows[1:])

@@ -1,10 +1,11 @@
 """Compiles the ON-LSTM's Triton kernels (:mod:`onlstm_tasks.encoders.onlstm.backends.triton.kernels`) and the CRF's
 (:mod:`onlstm_tasks.modules.crf.triton_kernels`) for NVIDIA GPUs, on any machine, and reads their machine code: no
-GPU is needed, since Triton's front end, its NVIDIA passes, the ``ptxas`` it bundles and its ``cuobjdump`` / ``nvdisasm`` all run on the CPU. Catches what the interpreter
-(``TRITON_INTERPRET=1``) lets through, such as a loop-carried variable whose shape changes, before a GPU does. The
-sizes are those of the shipped configs (hidden 256, 400, 1150 and the others) and of the tests; the constants are
-the ones a launch at batch 32 on a 132-multiprocessor GPU passes (``backend_triton.gpu_plan``), in TF32
-(the default of PyTorch's switch for recurrent layers) unless ``--ieee``.
+GPU is needed, since Triton's front end, its NVIDIA passes, the ``ptxas`` it bundles and its ``cuobjdump`` /
+``nvdisasm`` all run on the CPU. Catches what the interpreter (``TRITON_INTERPRET=1``) lets through, such as a
+loop-carried variable whose shape changes, before a GPU does. The sizes are those of the shipped configs (hidden 256,
+400, 1150 and the others) and of the tests; the constants are the ones a launch at batch 32 on a 132-multiprocessor
+GPU passes (``backend_triton.gpu_plan``), in TF32 (the default of PyTorch's switch for recurrent layers) unless
+``--ieee``.
 
     python scripts/compile_triton_kernels.py            # one line per kernel, size and architecture; exit 1 if any
                                                         # build spills or (TF32) has no tensor-core instruction

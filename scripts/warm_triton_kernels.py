@@ -1,8 +1,8 @@
-"""Compiles the ON-LSTM's Triton kernels (and the CRF's) on a GPU ahead of use, many variants at once, into Triton's disk cache
-(``~/.triton/cache`` or ``TRITON_CACHE_DIR``), so that later processes (a training run's first steps, the CUDA
-tests, the benchmarks) load them instead of compiling them one after another. Each variant is one forward and
-backward pass of an :class:`~onlstm_tasks.encoders.ONLSTM` layer in its own process (Triton compiles in the process
-that launches); ``--jobs`` run side by side.
+"""Compiles the ON-LSTM's Triton kernels (and the CRF's) on a GPU ahead of use, many variants at once, into Triton's
+disk cache (``~/.triton/cache`` or ``TRITON_CACHE_DIR``), so that later processes (a training run's first steps, the
+CUDA tests, the benchmarks) load them instead of compiling them one after another. Each variant is one forward and
+backward pass of an :class:`~onlstm_tasks.encoders.ONLSTM` layer (or of the CRF's likelihood, for a number of tags)
+in its own process (Triton compiles in the process that launches); ``--jobs`` run side by side.
 
     python scripts/warm_triton_kernels.py [--jobs 12] [--sets shipped,tests]
 

@@ -52,7 +52,8 @@ def test_the_kernels_compile_for_a_hopper_gpu_without_one(tmp_path):
     """The interpreter runs what a GPU's compiler refuses (a loop-carried variable whose shape changes did): the
     forward and backward kernels compile to sm_90 machine code here at the shipped sizes (hidden 256, 400, 1150),
     with the constants and pointer alignment a launch gives, and each build uses tensor cores (TF32) and spills
-    no register; so do the CRF's two kernels (no spill) at the tiles they launch with (read from the machine code with Triton's bundled cuobjdump and nvdisasm)."""
+    no register; so do the CRF's two kernels (no spill) at the tiles they launch with (read from the machine code
+    with Triton's bundled cuobjdump and nvdisasm)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(tmp_path)}
     script = REPO / "scripts" / "compile_triton_kernels.py"
     done = subprocess.run([sys.executable, str(script), "--quick"], env=env, capture_output=True, text=True)
