@@ -6,8 +6,8 @@ Lightning moves a batch with ``move_data_to_device``. An object with a ``to`` me
 (the batches' ``DeviceBatch.to``); any other dataclass is walked field by field, and ``lightning_utilities`` deep-copies
 each one it meets, the words' lists of strings included. The "walk" column is that walk over the same batch (the same
 fields in a dataclass without ``to``: what Lightning did before the batches had it); "to" is ``move_data_to_device``
-as training calls it. Per config of the OntoNotes recipes, over every batch of one training epoch of the kit: each batch's median of ``--repeats``
-moves, averaged over the batches; on one thread.
+as training calls it. Per config of the OntoNotes recipes, over every batch of one training epoch of the kit: each
+batch's median of ``--repeats`` moves, averaged over the batches; on one thread.
 """
 
 from __future__ import annotations
