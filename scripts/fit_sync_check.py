@@ -13,17 +13,16 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from onlstm_tasks.cli.lightning_cli import TasksCLI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # helpers.cuda_syncs: what counts as a sync
 from helpers.cuda_syncs import is_sync  # noqa: E402
+from short_fit import short_fit  # noqa: E402 - scripts/, beside this one
 
 
 class SyncWarnings(Callback):
@@ -69,20 +68,7 @@ def main() -> int:
         return 0
     counter = SyncWarnings(args.warmup)
 
-    class CLI(TasksCLI):
-        def instantiate_trainer(self, **kwargs):
-            trainer = super().instantiate_trainer(**kwargs)
-            trainer.callbacks.append(counter)
-            return trainer
-
-    with tempfile.TemporaryDirectory() as root:
-        CLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
-            args=["fit", "--config", args.config, "--trainer.max_steps", str(args.steps),
-                  "--trainer.max_epochs", "1000", "--trainer.limit_val_batches", "0",
-                  "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "[]",
-                  "--trainer.log_every_n_steps", str(args.log_every), "--trainer.default_root_dir", root,
-                  "--trainer.logger.init_args.save_dir", root, "--test_after_fit", "false", *args.extra],
-            save_config_kwargs={"overwrite": True}, trainer_defaults={"use_distributed_sampler": False})
+    short_fit(args.config, args.steps, counter, ["--trainer.log_every_n_steps", str(args.log_every), *args.extra])
     measured = range(args.warmup, args.steps)
     logging = [s for s in measured if (s + 1) % args.log_every == 0]
     other = sum(counter.by_step[s] for s in measured if s not in logging)

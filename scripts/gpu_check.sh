@@ -31,6 +31,8 @@ exec > >(tee "$LOG") 2>&1
 start=$SECONDS
 step() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
 row() { printf '| %s | %s |\n' "$1" "$2" >> "$SUMMARY"; }
+NER_CONFIGS="configs/ner/ontonotes_onlstm_crf.yaml configs/ner/ontonotes_onlstm_crf_gpu.yaml"
+KIT="--data.init_args.path .kit/conll2012_ontonotesv5 --data.init_args.revision null"  # the kit's OntoNotes copy
 
 step "machine"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -100,18 +102,17 @@ fi
 
 if want anatomy; then
 step "anatomy of a training step: host time per phase against the device's kernels (scripts/step_anatomy.py, 40 steps)"
-for config in configs/ner/ontonotes_onlstm_crf.yaml configs/ner/ontonotes_onlstm_crf_gpu.yaml; do
-  timeout 60 python3 scripts/step_anatomy.py --config $config --steps 40 -- --data.init_args.path \
-    .kit/conll2012_ontonotesv5 --data.init_args.revision null 2>&1 | grep -v Warning | tail -1 | tee -a /tmp/anatomy.log
+for config in $NER_CONFIGS; do
+  timeout 60 python3 scripts/step_anatomy.py --config $config --steps 40 -- $KIT 2>&1 | tail -1 | tee -a /tmp/anatomy.log
 done
 row "step anatomy, shipped / GPU config (ms per step)" "$(sed 's/^step_anatomy [^:]*: //' /tmp/anatomy.log | paste -sd '|' | sed 's/|/ \/ /')"
 fi
 
 if want fitsync; then
 step "host syncs of a real fit (set_sync_debug_mode warn after 5 warm-up steps, 40 steps, logging every 10)"
-for config in configs/ner/ontonotes_onlstm_crf.yaml configs/ner/ontonotes_onlstm_crf_gpu.yaml; do
-  timeout 60 python3 scripts/fit_sync_check.py --config $config --steps 40 -- --data.init_args.path \
-    .kit/conll2012_ontonotesv5 --data.init_args.revision null 2>&1 | grep -v Warning | tail -3 | tee -a /tmp/fitsync.log
+for config in $NER_CONFIGS; do
+  timeout 60 python3 scripts/fit_sync_check.py --config $config --steps 40 -- $KIT 2>&1 | grep -v Warning | tail -3 \
+    | tee -a /tmp/fitsync.log
 done
 row "fit syncs (logging steps / other steps)" "$(grep -Eo 'logging steps [0-9]+, at the other steps [0-9]+' /tmp/fitsync.log | tr '\n' ';')"
 fi

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from onlstm_tasks.cli.lightning_cli import TasksCLI
+from short_fit import short_fit  # scripts/, beside this one
 
 PHASES = ("forward", "backward", "optimizer", "between steps")
 
@@ -90,20 +89,7 @@ def main() -> int:
         parser.error("--steps must exceed --warmup by at least 2")
     clock = StepClock(args.warmup, args.steps)
 
-    class CLI(TasksCLI):
-        def instantiate_trainer(self, **kwargs):
-            trainer = super().instantiate_trainer(**kwargs)
-            trainer.callbacks.append(clock)
-            return trainer
-
-    with tempfile.TemporaryDirectory() as root:
-        CLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
-            args=["fit", "--config", args.config, "--trainer.max_steps", str(args.steps),
-                  "--trainer.max_epochs", "1000", "--trainer.limit_val_batches", "0",
-                  "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "[]",
-                  "--trainer.enable_progress_bar", "false", "--trainer.default_root_dir", root,
-                  "--trainer.logger.init_args.save_dir", root, "--test_after_fit", "false", *args.extra],
-            save_config_kwargs={"overwrite": True}, trainer_defaults={"use_distributed_sampler": False})
+    short_fit(args.config, args.steps, clock, ["--trainer.enable_progress_bar", "false", *args.extra])
     means = {phase: 1e3 * statistics.fmean(times) for phase, times in clock.times.items() if times}
     if len(means) < len(PHASES) or not clock.walls:
         print(f"step_anatomy {args.config}: too few measured steps ({dict(clock.times)})")
