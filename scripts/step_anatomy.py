@@ -74,7 +74,7 @@ class StepClock(Callback):
             torch.cuda.synchronize()
             self._profiler.__exit__(None, None, None)
             kernels = [e for e in self._profiler.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-            self.kernel_ms = sum(e.device_time for e in kernels) / 1e3 / (self.steps - self.warmup)
+            self.kernel_ms = sum(e.device_time_total for e in kernels) / 1e3 / (self.steps - self.warmup)
             self._profiler = None
 
 
