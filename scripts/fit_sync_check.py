@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 from lightning.pytorch.callbacks import Callback
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # helpers.cuda_syncs: what counts as a sync
 from helpers.cuda_syncs import is_sync  # noqa: E402
 from short_fit import short_fit  # noqa: E402 - scripts/, beside this one

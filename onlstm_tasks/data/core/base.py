@@ -53,8 +53,6 @@ def carve_validation(
     return train, validation, n_held
 
 
-
-
 def bucket_loader(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, collate: Callable[[list[int]], object],
     num_workers: int = 0, pin_memory: bool = False, max_tokens: int | None = None,
